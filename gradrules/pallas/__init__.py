@@ -1,0 +1,1 @@
+"""Pallas kernels (forward, backward, JVP) for the hot fused ops."""

@@ -1,0 +1,61 @@
+"""Elementwise unary math: abs, neg, sign, exponentials and logarithms,
+powers and roots, trigonometric and hyperbolic functions and their inverses.
+
+Each op is one primitive; the docstring gives the derivative its JVP rule
+uses (see ``gradrules/rules/unary.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .._jax import Primitive
+from ._elementwise import elementwise_op, elementwise_primitive, register_elementwise
+
+Array = jax.Array
+FAMILY = "unary"
+
+
+def _unary(name: str, impl: Callable[..., Array], doc: str, *, kind: str = "float",
+           reference: Callable[..., Array] | None = None
+           ) -> tuple[Primitive, Callable[..., Array]]:
+    prim = elementwise_primitive(name, impl, family=FAMILY, kind=kind)
+    fn = elementwise_op(prim, kind=kind, doc=doc)
+    register_elementwise(fn, prim, reference or impl)
+    return prim, fn
+
+
+abs_p, abs = _unary("abs", jnp.abs, "|x|. d/dx = sign(x), with abs'(0) = 0 (as the core IR).",
+                    kind="numeric")
+neg_p, neg = _unary("neg", jnp.negative, "-x. Linear; its transpose is itself.",
+                    kind="numeric")
+sign_p, sign = _unary("sign", jnp.sign, "sign(x) in {-1, 0, 1}. Derivative 0 everywhere.",
+                      kind="numeric")
+exp_p, exp = _unary("exp", jnp.exp, "e**x. d/dx = exp(x).")
+exp2_p, exp2 = _unary("exp2", jnp.exp2, "2**x. d/dx = log(2) * 2**x.")
+expm1_p, expm1 = _unary("expm1", jnp.expm1, "e**x - 1, accurate near 0. d/dx = exp(x).")
+log_p, log = _unary("log", jnp.log, "natural log. d/dx = 1 / x.")
+log2_p, log2 = _unary("log2", jnp.log2, "log base 2. d/dx = 1 / (x log 2).")
+log10_p, log10 = _unary("log10", jnp.log10, "log base 10. d/dx = 1 / (x log 10).")
+log1p_p, log1p = _unary("log1p", jnp.log1p, "log(1 + x), accurate near 0. d/dx = 1 / (1 + x).")
+sqrt_p, sqrt = _unary("sqrt", jnp.sqrt, "x**0.5. d/dx = 0.5 / sqrt(x).")
+rsqrt_p, rsqrt = _unary("rsqrt", lax.rsqrt, "x**-0.5. d/dx = -0.5 * rsqrt(x) / x.",
+                        reference=lambda x: 1 / jnp.sqrt(x))
+reciprocal_p, reciprocal = _unary("reciprocal", jnp.reciprocal, "1 / x. d/dx = -1 / x**2.")
+square_p, square = _unary("square", jnp.square, "x**2. d/dx = 2 x.", kind="numeric")
+sin_p, sin = _unary("sin", jnp.sin, "sin x. d/dx = cos x.")
+cos_p, cos = _unary("cos", jnp.cos, "cos x. d/dx = -sin x.")
+tan_p, tan = _unary("tan", jnp.tan, "tan x. d/dx = 1 + tan(x)**2.")
+asin_p, asin = _unary("asin", jnp.arcsin, "arcsin x on [-1, 1]. d/dx = 1 / sqrt(1 - x**2).")
+acos_p, acos = _unary("acos", jnp.arccos, "arccos x on [-1, 1]. d/dx = -1 / sqrt(1 - x**2).")
+atan_p, atan = _unary("atan", jnp.arctan, "arctan x. d/dx = 1 / (1 + x**2).")
+sinh_p, sinh = _unary("sinh", jnp.sinh, "sinh x. d/dx = cosh x.")
+cosh_p, cosh = _unary("cosh", jnp.cosh, "cosh x. d/dx = sinh x.")
+tanh_p, tanh = _unary("tanh", jnp.tanh, "tanh x. d/dx = 1 - tanh(x)**2.")
+asinh_p, asinh = _unary("asinh", jnp.arcsinh, "arcsinh x. d/dx = 1 / sqrt(x**2 + 1).")
+acosh_p, acosh = _unary("acosh", jnp.arccosh, "arccosh x for x >= 1. d/dx = 1 / sqrt(x**2 - 1).")
+atanh_p, atanh = _unary("atanh", jnp.arctanh, "arctanh x on (-1, 1). d/dx = 1 / (1 - x**2).")

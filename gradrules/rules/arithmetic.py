@@ -1,0 +1,211 @@
+"""Rules of the arithmetic family.
+
+Linear pieces (add, subtract, the x-operand of divide, scale, ...) transpose
+to catalog ops summed over the broadcast axes; the nonlinear ones get their
+JVP from ``chain_rule`` with the named partial derivatives below.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from .. import _jax
+from .._jax import is_undefined_primal, is_zero
+from ..core.primitive import register_rules
+from ..core.registry import NOT_LINEAR
+from ..primitives.arithmetic import (add, add_p, atan2_p, bias_add_p, div_scale_p, divide,
+                                     divide_p, fmod_p, maximum_p, minimum_p, multiply,
+                                     multiply_p, pow, pow_p, remainder_p, residual_add_p,
+                                     scale_p, subtract, subtract_p)
+from ..primitives.compare import eq, gt, lt, where
+from ..primitives.convert import convert_element_type
+from ..primitives.reduction import sum_p
+from ..primitives.rounding import floor, trunc
+from ..primitives.shape import moveaxis
+from ..primitives.unary import log, neg, square
+from ._common import (add_tangents, broadcast_like, broadcasting_batch, chain_rule,
+                      linear_jvp, unary_batch, unbroadcast)
+
+
+def _float(mask: Any, like: Any) -> Any:
+    return convert_element_type(mask, dtype=_jax.aval_of(like).dtype)
+
+
+# add / residual_add / subtract ---------------------------------------------
+def _sum_jvp(prim: Any, sign: float, primals: Any, tangents: Any) -> Any:
+    """t_out = t_x + sign * t_y (add, residual_add: +1; subtract: -1)."""
+    out = prim.bind(*primals)
+    tx, ty = tangents
+    if not is_zero(ty) and sign < 0:
+        ty = neg(ty)
+    t = add_tangents(tx, ty)
+    return out, (_jax.zero_tangent(out) if is_zero(t) else broadcast_like(t, np.shape(out)))
+
+
+def _sum_transpose(sign: float, ct: Any, x: Any, y: Any) -> list[Any]:
+    ct_x = unbroadcast(ct, x.aval) if is_undefined_primal(x) else None
+    ct_y = None
+    if is_undefined_primal(y):
+        ct_y = unbroadcast(neg(ct) if sign < 0 else ct, y.aval)
+    return [ct_x, ct_y]
+
+
+for _p, _sign in ((add_p, 1.0), (residual_add_p, 1.0), (subtract_p, -1.0)):
+    register_rules(_p, jvp=partial(_sum_jvp, _p, _sign), transpose=partial(_sum_transpose, _sign),
+                   batch=partial(broadcasting_batch, _p))
+
+
+# multiply ------------------------------------------------------------------
+def _multiply_dx(x: Any, y: Any, out: Any) -> Any:
+    return y
+
+
+def _multiply_dy(x: Any, y: Any, out: Any) -> Any:
+    return x
+
+
+def _multiply_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+    if is_undefined_primal(x):
+        return [unbroadcast(multiply(ct, y), x.aval), None]
+    return [None, unbroadcast(multiply(x, ct), y.aval)]
+
+
+register_rules(multiply_p, jvp=chain_rule(multiply_p, _multiply_dx, _multiply_dy),
+               transpose=_multiply_transpose, batch=partial(broadcasting_batch, multiply_p))
+
+
+# divide --------------------------------------------------------------------
+def _divide_jvp(primals: Any, tangents: Any) -> Any:
+    """t_out = t_x / y - t_y * out / y: linear in t_x through divide itself."""
+    x, y = primals
+    tx, ty = tangents
+    out = divide_p.bind(x, y)
+    t = divide(tx, y) if not is_zero(tx) else tx
+    if not is_zero(ty):
+        t = add_tangents(t, neg(divide(multiply(ty, out), y)))
+    return out, (_jax.zero_tangent(out) if is_zero(t) else broadcast_like(t, np.shape(out)))
+
+
+def _divide_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+    if is_undefined_primal(y):
+        raise ValueError("gradrules.divide is not linear in its divisor y")
+    return [unbroadcast(divide(ct, y), x.aval), None]
+
+
+register_rules(divide_p, jvp=_divide_jvp, transpose=_divide_transpose,
+               batch=partial(broadcasting_batch, divide_p))
+
+
+# pow -----------------------------------------------------------------------
+def _pow_dx(x: Any, y: Any, out: Any) -> Any:
+    """y * x**(y - 1), 0 where y == 0 (also at x == 0)."""
+    y_zero = eq(y, 0.0)
+    safe_y = where(y_zero, 1.0, y)
+    return where(y_zero, 0.0, multiply(safe_y, pow(x, subtract(safe_y, 1.0))))
+
+
+def _pow_dy(x: Any, y: Any, out: Any) -> Any:
+    """log(x) * x**y, 0 where x == 0."""
+    x_zero = eq(x, 0.0)
+    return where(x_zero, 0.0, multiply(log(where(x_zero, 1.0, x)), out))
+
+
+register_rules(pow_p, jvp=chain_rule(pow_p, _pow_dx, _pow_dy), transpose=NOT_LINEAR,
+               batch=partial(broadcasting_batch, pow_p))
+
+
+# maximum / minimum ---------------------------------------------------------
+def _tie_split(win: Any, x: Any, y: Any) -> Any:
+    """[win] + 0.5 [x == y]: ties share the gradient evenly."""
+    return add(_float(win, x), multiply(_float(eq(x, y), x), 0.5))
+
+
+def _maximum_dx(x: Any, y: Any, out: Any) -> Any:
+    return _tie_split(gt(x, y), x, y)
+
+
+def _maximum_dy(x: Any, y: Any, out: Any) -> Any:
+    return _tie_split(lt(x, y), x, y)
+
+
+register_rules(maximum_p, jvp=chain_rule(maximum_p, _maximum_dx, _maximum_dy),
+               transpose=NOT_LINEAR, batch=partial(broadcasting_batch, maximum_p))
+register_rules(minimum_p, jvp=chain_rule(minimum_p, _maximum_dy, _maximum_dx),
+               transpose=NOT_LINEAR, batch=partial(broadcasting_batch, minimum_p))
+
+
+# remainder / fmod ----------------------------------------------------------
+def _mod_dx(x: Any, y: Any, out: Any) -> Any:
+    return np.ones((), _jax.aval_of(out).dtype)
+
+
+def _remainder_dy(x: Any, y: Any, out: Any) -> Any:
+    return neg(floor(divide(x, y)))
+
+
+def _fmod_dy(x: Any, y: Any, out: Any) -> Any:
+    return neg(trunc(divide(x, y)))
+
+
+register_rules(remainder_p, jvp=chain_rule(remainder_p, _mod_dx, _remainder_dy),
+               transpose=NOT_LINEAR, batch=partial(broadcasting_batch, remainder_p))
+register_rules(fmod_p, jvp=chain_rule(fmod_p, _mod_dx, _fmod_dy), transpose=NOT_LINEAR,
+               batch=partial(broadcasting_batch, fmod_p))
+
+
+# atan2 ---------------------------------------------------------------------
+def _atan2_dx(x: Any, y: Any, out: Any) -> Any:
+    return divide(y, add(square(x), square(y)))
+
+
+def _atan2_dy(x: Any, y: Any, out: Any) -> Any:
+    return neg(divide(x, add(square(x), square(y))))
+
+
+register_rules(atan2_p, jvp=chain_rule(atan2_p, _atan2_dx, _atan2_dy), transpose=NOT_LINEAR,
+               batch=partial(broadcasting_batch, atan2_p))
+
+
+# bias_add ------------------------------------------------------------------
+def _bias_add_jvp(primals: Any, tangents: Any) -> Any:
+    x, b = primals
+    tx, tb = tangents
+    out = bias_add_p.bind(x, b)
+    if is_zero(tb):
+        return out, tx if not is_zero(tx) else _jax.zero_tangent(out)
+    if is_zero(tx):
+        return out, broadcast_like(tb, np.shape(out))
+    return out, bias_add_p.bind(tx, tb)
+
+
+def _bias_add_transpose(ct: Any, x: Any, bias: Any) -> list[Any]:
+    ct_b = None
+    if is_undefined_primal(bias):
+        ct_b = sum_p.bind(ct, axes=tuple(range(np.ndim(ct) - 1)), keepdims=False)
+    return [ct if is_undefined_primal(x) else None, ct_b]
+
+
+def _bias_add_batch(args: Any, dims: Any) -> tuple[Any, int]:
+    """A batched bias is no longer one vector: fall back to broadcasting add."""
+    (x, b), (dx, db) = args, dims
+    if db is None:
+        return bias_add_p.bind(moveaxis(x, dx, 0), b), 0
+    return broadcasting_batch(add_p, (x, b), (dx, db))
+
+
+register_rules(bias_add_p, jvp=_bias_add_jvp, transpose=_bias_add_transpose,
+               batch=_bias_add_batch)
+
+
+# scale / div_scale ---------------------------------------------------------
+def _scale_transpose(prim: Any, ct: Any, x: Any, *, scale: float) -> list[Any]:
+    return [prim.bind(ct, scale=scale)]
+
+
+for _p in (scale_p, div_scale_p):
+    register_rules(_p, jvp=partial(linear_jvp, _p), transpose=partial(_scale_transpose, _p),
+                   batch=partial(unary_batch, _p))
+

@@ -1,0 +1,46 @@
+"""Rules of convert_element_type and copy."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+import jax.numpy as jnp
+
+from .. import _jax
+from ..core.primitive import register_rules
+from ..primitives.convert import convert_element_type_p, copy_p
+from ._common import linear_jvp, unary_batch
+
+
+def _is_float(dtype: Any) -> bool:
+    return bool(jnp.issubdtype(dtype, jnp.floating))
+
+
+def _convert_element_type_jvp(primals: Any, tangents: Any, *, new_dtype: np.dtype) -> Any:
+    """Float -> float casts are linear (the tangent is cast the same way);
+    casts to or from integers and bools have a zero derivative."""
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype)
+    if _jax.is_zero(t) or not (_is_float(_jax.aval_of(x).dtype) and _is_float(new_dtype)):
+        return out, _jax.zero_tangent(out)
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype)
+
+
+def _convert_element_type_transpose(ct: Any, x: Any, *, new_dtype: np.dtype) -> list[Any]:
+    return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype)]
+
+
+register_rules(convert_element_type_p, jvp=_convert_element_type_jvp,
+               transpose=_convert_element_type_transpose,
+               batch=partial(unary_batch, convert_element_type_p))
+
+
+def _copy_transpose(ct: Any, x: Any) -> list[Any]:
+    return [copy_p.bind(ct)]
+
+
+register_rules(copy_p, jvp=partial(linear_jvp, copy_p), transpose=_copy_transpose,
+               batch=partial(unary_batch, copy_p))

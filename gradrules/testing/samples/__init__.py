@@ -1,0 +1,124 @@
+"""The OpInfo-style sample table: every op's sample calls, in one place.
+
+One ``OpInfo`` per op: a function of a numpy ``Generator`` that returns a few
+``Sample`` calls (float64 arrays, covering broadcasting, negative axes, size-1
+and size-0 dims and parameter variants), the dtypes the op is exercised at,
+and tolerances where an op needs its own. The checker and the test suite both
+read this table, so a new op is tested by adding its samples here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+FLOAT_DTYPES = ("float16", "bfloat16", "float32")
+INT_DTYPES = ("int32", "int8", "uint8")
+
+
+@dataclass
+class Sample:
+    """One call ``op(*args, **kwargs)``. Array args are float64 numpy arrays
+    (or integer / bool arrays for index, label and mask operands)."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    desc: str = ""
+
+    def describe(self) -> str:
+        if self.desc:
+            return self.desc
+        parts = [_short(a) for a in self.args]
+        parts += [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return ", ".join(parts)
+
+
+def _short(a: Any) -> str:
+    if isinstance(a, np.ndarray):
+        return f"{a.dtype.name}{list(a.shape)}"
+    if isinstance(a, (list, tuple)):
+        return "[" + ", ".join(_short(x) for x in a) + "]"
+    return repr(a)
+
+
+@dataclass
+class Tol:
+    """``|a - b| <= atol + rtol * |b|`` (elementwise maxima)."""
+
+    atol: float = 1e-6
+    rtol: float = 1e-6
+
+
+@dataclass
+class OpInfo:
+    name: str
+    samples: Callable[[np.random.Generator], list[Sample]]
+    dtypes: tuple[str, ...] = FLOAT_DTYPES
+    fd_tol: Tol = field(default_factory=Tol)
+    fd_eps: float = 1e-5
+    dtype_tol: float = 1.0      # multiplies the per-dtype tolerance of the dtypes check
+
+
+def floats(rng: np.random.Generator, shape: Sequence[int], lo: float = -2.0,
+           hi: float = 2.0) -> np.ndarray:
+    return rng.uniform(lo, hi, tuple(shape))
+
+
+def unary(lo: float = -2.0, hi: float = 2.0,
+          shapes: Sequence[Sequence[int]] = ((2, 3), (), (0, 2)), **kwargs: Any
+          ) -> Callable[[np.random.Generator], list[Sample]]:
+    """Samples of a unary elementwise op on ``[lo, hi)``."""
+    def make(rng: np.random.Generator) -> list[Sample]:
+        return [Sample((floats(rng, s, lo, hi),), dict(kwargs)) for s in shapes]
+    return make
+
+
+BINARY_SHAPES = (((2, 3), (2, 3)), ((2, 3), (3,)), ((1, 3), (2, 1)), ((), (2,)), ((0, 2), (2,)))
+
+
+def binary(lo: float = -2.0, hi: float = 2.0, ylo: float | None = None,
+           yhi: float | None = None, shapes: Sequence[Any] = BINARY_SHAPES,
+           **kwargs: Any) -> Callable[[np.random.Generator], list[Sample]]:
+    """Samples of a broadcasting binary op: equal shapes, trailing
+    broadcasting, both operands stretched, a scalar, a size-0 operand."""
+    def make(rng: np.random.Generator) -> list[Sample]:
+        lo2 = lo if ylo is None else ylo
+        hi2 = hi if yhi is None else yhi
+        return [Sample((floats(rng, a, lo, hi), floats(rng, b, lo2, hi2)), dict(kwargs))
+                for a, b in shapes]
+    return make
+
+
+FAMILY_MODULES = ("arithmetic", "compare", "convert", "reduction", "rounding", "shape", "unary")
+
+_TABLE: dict[str, OpInfo] | None = None
+
+
+def table() -> dict[str, OpInfo]:
+    """Every OpInfo, from the family modules of this package."""
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = {}
+        for fam in FAMILY_MODULES:
+            mod = importlib.import_module(f"{__name__}.{fam}")
+            for info in mod.OPINFOS:
+                if info.name in _TABLE:
+                    raise ValueError(f"samples for {info.name!r} are defined twice")
+                _TABLE[info.name] = info
+    return _TABLE
+
+
+def opinfo(name: str) -> OpInfo:
+    from ...core.registry import get_op
+    return table()[get_op(name).name]
+
+
+def samples_for(name: str) -> list[Sample]:
+    """The sample calls of an op, made with a generator seeded by its name."""
+    info = opinfo(name)
+    seed = int.from_bytes(name.encode()[:8].ljust(8, b"\0"), "little") % (2**32)
+    return info.samples(np.random.default_rng(seed))

@@ -1,0 +1,65 @@
+"""Samples of the arithmetic family."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, Tol, binary, floats
+
+
+def _paddle_axis(rng: np.random.Generator) -> list[Sample]:
+    """Paddle's axis argument: y [3] against x [2, 3, 4] at axis 1."""
+    return [Sample((floats(rng, (2, 3, 4)), floats(rng, (3,))), {"axis": 1}),
+            Sample((floats(rng, (2, 3)), floats(rng, (2, 3))), {"axis": 0})]
+
+
+def _with_axis(base: Callable[[np.random.Generator], list[Sample]]
+               ) -> Callable[[np.random.Generator], list[Sample]]:
+    def make(rng: np.random.Generator) -> list[Sample]:
+        return base(rng) + _paddle_axis(rng)
+    return make
+
+
+def _divisor(rng: np.random.Generator) -> list[Sample]:
+    out = binary(0.5, 2.0)(rng)
+    for s in out:   # divisors away from 0, either sign
+        s.args = (s.args[0] * rng.choice([-1, 1], np.shape(s.args[0])), s.args[1])
+    return out
+
+
+def _divide(rng: np.random.Generator) -> list[Sample]:
+    return _divisor(rng) + [Sample((floats(rng, (2, 3, 4)), floats(rng, (3,), 0.5, 2)),
+                                   {"axis": 1})]
+
+
+def _bias_add(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (2, 3)), floats(rng, (3,)))),
+            Sample((floats(rng, (2, 1, 4)), floats(rng, (4,)))),
+            Sample((floats(rng, (5,)), floats(rng, (5,))))]
+
+
+def _scale(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (2, 3)),), {"scale": 0.5}),
+            Sample((floats(rng, ()),), {"scale": -3.0})]
+
+
+NUMERIC = FLOAT_DTYPES + INT_DTYPES[:1]
+
+OPINFOS = [
+    OpInfo("add", _with_axis(binary()), dtypes=NUMERIC),
+    OpInfo("subtract", _with_axis(binary()), dtypes=NUMERIC),
+    OpInfo("multiply", _with_axis(binary()), dtypes=NUMERIC),
+    OpInfo("divide", _divide),
+    OpInfo("pow", binary(0.5, 2.0, -2.0, 2.0), fd_tol=Tol(1e-5, 1e-5)),
+    OpInfo("maximum", binary(), dtypes=NUMERIC),
+    OpInfo("minimum", binary(), dtypes=NUMERIC),
+    OpInfo("remainder", binary(-3.0, 3.0, 0.7, 2.0), dtypes=NUMERIC, dtype_tol=4.0),
+    OpInfo("fmod", binary(-3.0, 3.0, 0.7, 2.0), dtypes=NUMERIC, dtype_tol=4.0),
+    OpInfo("atan2", binary(0.3, 2.0)),
+    OpInfo("residual_add", binary(), dtypes=NUMERIC),
+    OpInfo("bias_add", _bias_add, dtypes=NUMERIC),
+    OpInfo("scale", _scale),
+    OpInfo("div_scale", _scale),
+]

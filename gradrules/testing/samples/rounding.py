@@ -1,0 +1,7 @@
+"""Samples of the rounding family (random points: never on a jump)."""
+
+from __future__ import annotations
+
+from . import OpInfo, unary
+
+OPINFOS = [OpInfo(n, unary(-3.0, 3.0)) for n in ("floor", "ceil", "round", "trunc")]
