@@ -1,4 +1,30 @@
 """JVP, transpose and batching rules, one module per family. Importing this
 package registers them all."""
 
-from . import arithmetic, compare, convert, reduction, rounding, shape, unary  # noqa: F401
+from . import (  # noqa: F401
+    arithmetic,
+    compare,
+    convert,
+    reduction,
+    rounding,
+    shape,
+    unary,
+    special,
+    activation,
+    logical,
+    scan,
+    sort,
+    layout,
+    indexing,
+    linalg,
+    conv,
+    pool,
+    resample,
+    softmax,
+    loss,
+    norm,
+    attention,
+    rope,
+    gated,
+    random,
+)

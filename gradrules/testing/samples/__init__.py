@@ -93,7 +93,33 @@ def binary(lo: float = -2.0, hi: float = 2.0, ylo: float | None = None,
     return make
 
 
-FAMILY_MODULES = ("arithmetic", "compare", "convert", "reduction", "rounding", "shape", "unary")
+FAMILY_MODULES = (
+    "arithmetic",
+    "compare",
+    "convert",
+    "reduction",
+    "rounding",
+    "shape",
+    "unary",
+    "special",
+    "activation",
+    "logical",
+    "scan",
+    "sort",
+    "layout",
+    "indexing",
+    "linalg",
+    "conv",
+    "pool",
+    "resample",
+    "softmax",
+    "loss",
+    "norm",
+    "attention",
+    "rope",
+    "gated",
+    "random",
+)
 
 _TABLE: dict[str, OpInfo] | None = None
 

@@ -1,0 +1,1 @@
+"""Primitives of the attention family. Attention (fused: forward, JVP and backward primitives)."""

@@ -1,0 +1,1 @@
+"""Primitives of the conv family. Convolution: conv2d, conv_transpose2d."""

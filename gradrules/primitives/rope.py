@@ -1,0 +1,1 @@
+"""Primitives of the rope family. Rotary position embedding (fused)."""

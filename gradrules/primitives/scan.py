@@ -1,0 +1,1 @@
+"""Primitives of the scan family. Scans: cumsum, cumprod, cummax."""

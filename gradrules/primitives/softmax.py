@@ -1,0 +1,1 @@
+"""Primitives of the softmax family. softmax and log_softmax (fused: forward, JVP and backward primitives)."""

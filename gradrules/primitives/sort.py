@@ -1,0 +1,1 @@
+"""Primitives of the sort family. Sorting and selection: sort, argsort, topk, argmax, argmin."""

@@ -1,0 +1,1 @@
+"""Rules of the attention family. Attention (fused: forward, JVP and backward primitives)."""

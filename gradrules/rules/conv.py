@@ -1,0 +1,1 @@
+"""Rules of the conv family. Convolution: conv2d, conv_transpose2d."""

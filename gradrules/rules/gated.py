@@ -1,0 +1,1 @@
+"""Rules of the gated family. Gated MLP activations: silu_gated, silu_rowsplit, gelu_gated."""

@@ -1,0 +1,1 @@
+"""Rules of the loss family. Losses: cross_entropy, nll_loss, fused_linear_cross_entropy."""

@@ -1,0 +1,1 @@
+"""Rules of the random family. Random ops with zero gradient: dropout, uniform, normal, exponential."""

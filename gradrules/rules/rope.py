@@ -1,0 +1,1 @@
+"""Rules of the rope family. Rotary position embedding (fused)."""

@@ -1,0 +1,1 @@
+"""Rules of the scan family. Scans: cumsum, cumprod, cummax."""

@@ -1,0 +1,3 @@
+"""Samples of the attention family. Attention (fused: forward, JVP and backward primitives)."""
+
+OPINFOS: list = []

@@ -1,0 +1,3 @@
+"""Samples of the conv family. Convolution: conv2d, conv_transpose2d."""
+
+OPINFOS: list = []

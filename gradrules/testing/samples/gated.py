@@ -1,0 +1,3 @@
+"""Samples of the gated family. Gated MLP activations: silu_gated, silu_rowsplit, gelu_gated."""
+
+OPINFOS: list = []

@@ -1,0 +1,3 @@
+"""Samples of the random family. Random ops with zero gradient: dropout, uniform, normal, exponential."""
+
+OPINFOS: list = []

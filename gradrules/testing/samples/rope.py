@@ -1,0 +1,3 @@
+"""Samples of the rope family. Rotary position embedding (fused)."""
+
+OPINFOS: list = []

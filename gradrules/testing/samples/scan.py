@@ -1,0 +1,3 @@
+"""Samples of the scan family. Scans: cumsum, cumprod, cummax."""
+
+OPINFOS: list = []

@@ -1,0 +1,3 @@
+"""Samples of the sort family. Sorting and selection: sort, argsort, topk, argmax, argmin."""
+
+OPINFOS: list = []
