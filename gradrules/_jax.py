@@ -39,9 +39,24 @@ float0 = jax.dtypes.float0
 _typeof = getattr(jax, "typeof", None) or getattr(jax.core, "get_aval")
 
 
-def new_primitive(name: str, *, multiple_results: bool = False) -> Primitive:
-    """A JAX primitive whose eager impl compiles it through its lowering."""
-    prim = Primitive(name)
+class _ValidatedPrimitive(Primitive):
+    """A Primitive that validates its params before JAX hashes them."""
+
+    validate_params: Callable[[dict[str, Any]], None] | None = None
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        if self.validate_params is not None:
+            self.validate_params(params)
+        return super().bind(*args, **params)
+
+
+def new_primitive(name: str, *, multiple_results: bool = False,
+                  validate_params: Callable[[dict[str, Any]], None] | None = None
+                  ) -> Primitive:
+    """A JAX primitive whose eager impl compiles it through its lowering;
+    ``validate_params(params)`` runs at every bind."""
+    prim = _ValidatedPrimitive(name)
+    prim.validate_params = validate_params
     prim.multiple_results = multiple_results
     prim.def_impl(partial(_dispatch.apply_primitive, prim))
     return prim

@@ -20,6 +20,7 @@ Rule contracts (as in JAX's own ``ad`` and ``batching`` modules):
 from __future__ import annotations
 
 import inspect
+from functools import partial
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -42,11 +43,11 @@ def define_primitive(name: str, *, family: str, operands: tuple[str, ...],
     ``jax.numpy``/``lax`` and is both the eager implementation (compiled) and
     the XLA lowering on every platform.
     """
-    prim = _jax.new_primitive(name, multiple_results=multiple_results)
     param_set = frozenset(params)
+    prim = _jax.new_primitive(name, multiple_results=multiple_results,
+                              validate_params=partial(_validate_params, name, param_set))
 
     def abstract_eval(*avals: Any, **kw: Any) -> Any:
-        _validate_params(name, param_set, kw)
         return infer_meta(*avals, **kw)
 
     abstract_eval.__name__ = f"_{name}_abstract_eval"

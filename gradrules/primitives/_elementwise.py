@@ -58,10 +58,16 @@ def promote(op: str, args: dict[str, Any], kind: str) -> list[Any]:
         check_dtype(op, k, dtype, kind)
     if kind == "float" and not jnp.issubdtype(dtype, jnp.floating):
         raise TypeError(f"{op_name(op)}: arguments must be floating, got dtype {dtype}")
+    all_scalars = all(isinstance(v, (bool, int, float)) for v in vals.values())
     out = []
     for k, v in vals.items():
         if isinstance(v, (bool, int, float)):
-            out.append(jnp.asarray(v, dtype=dtype) if len(vals) > 1 else jnp.asarray(v))
+            if all_scalars:   # stays weakly typed, as in jax.numpy
+                kind_of = float if jnp.issubdtype(dtype, jnp.floating) else (
+                    bool if dtype == np.bool_ else int)
+                out.append(jnp.asarray(kind_of(v)))
+            else:
+                out.append(jnp.asarray(v, dtype=dtype))
         elif jnp.result_type(v) != dtype:
             out.append(convert_element_type(v, dtype=dtype))
         else:

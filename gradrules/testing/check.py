@@ -179,7 +179,7 @@ def _vdot(a: Sequence[Any], b: Sequence[Any]) -> Any:
 
 
 def _like(rng: np.random.Generator, xs: Sequence[Any]) -> list[np.ndarray]:
-    return [rng.standard_normal(np.shape(x)).astype(np.result_type(x)) for x in xs]
+    return [rng.standard_normal(np.shape(x)).astype(jnp.result_type(x)) for x in xs]
 
 
 def _scalarize(f: Callable[..., list[Any]], weights: Sequence[Any]) -> Callable[..., Any]:

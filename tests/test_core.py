@@ -1,0 +1,220 @@
+"""The machinery: define_primitive / register_rules validation, the registry
+manifest, config, and bad input of the core elementwise ops."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import gradrules
+from gradrules.cli import main as cli_main
+from gradrules.core import NOT_LINEAR, define_primitive, register_rules
+from gradrules.core.meta import elementwise_meta
+from gradrules.primitives import arithmetic as ar
+from gradrules.primitives import compare as cmp
+from gradrules.primitives import convert as cv
+from gradrules.primitives import reduction as red
+from gradrules.primitives import shape as sh
+from gradrules.primitives import unary as un
+from gradrules.testing.check import check
+
+
+def _toy(name: str):
+    return define_primitive(name, family="test", operands=("x",), params=("k",),
+                            infer_meta=elementwise_meta(name, ("x",), "float"),
+                            impl=lambda x, *, k: x * k)
+
+
+def test_register_rules_rejects_unknown_rule_names() -> None:
+    p = _toy("toy_unknown")
+    with pytest.raises(TypeError, match="unknown rule 'jvpp'"):
+        register_rules(p, jvpp=lambda primals, tangents, *, k: None)
+
+
+def test_register_rules_checks_signatures() -> None:
+    p = _toy("toy_signature")
+
+    def _toy_transpose(ct, x, y, *, k):  # one operand too many
+        return [ct]
+
+    def _toy_batch(args, dims):  # does not take the param k
+        return args[0], dims[0]
+
+    with pytest.raises(TypeError, match="takes 3 positional arguments, expected 2"):
+        register_rules(p, transpose=_toy_transpose)
+    with pytest.raises(TypeError, match=r"does not accept params \['k'\]"):
+        register_rules(p, batch=_toy_batch)
+    with pytest.raises(TypeError, match="is not a marker for jvp"):
+        register_rules(p, jvp=NOT_LINEAR)
+
+
+def test_params_are_validated_at_bind() -> None:
+    p = _toy("toy_params")
+    with pytest.raises(TypeError, match="toy_params: bad params"):
+        p.bind(jnp.ones(2), k=1.0, extra=2)
+    with pytest.raises(TypeError, match="not hashable"):
+        p.bind(jnp.ones(2), k=[1.0])
+
+
+def test_manifest_lists_ops_and_rules() -> None:
+    op = gradrules.get_op("multiply")
+    assert op.linear == (("x",), ("y",))
+    info = op.primitive_infos[0]
+    assert info.rule_status("jvp").startswith("chain_rule(")
+    assert info.rule_status("transpose") == "_multiply_transpose"
+    assert gradrules.get_op("assign") is gradrules.get_op("copy")
+    assert gradrules.get_op("eq").nondiff == ("x", "y")
+    assert {o.name for o in gradrules.list_ops(family="rounding")} == {
+        "floor", "ceil", "round", "trunc"}
+    with pytest.raises(KeyError, match="no op named 'nope'"):
+        gradrules.get_op("nope")
+
+
+def test_cli_list_missing_prints_nothing_when_complete(capsys) -> None:
+    assert cli_main(["list", "--missing"]) == 0
+    out = capsys.readouterr().out
+    assert out == "", out
+    assert cli_main(["list"]) == 0
+    assert "multiply" in capsys.readouterr().out
+
+
+def test_cli_check_one_op(capsys) -> None:
+    assert cli_main(["check", "neg"]) == 0
+    assert "1 ops" in capsys.readouterr().out
+
+
+def test_config_kernel_choice() -> None:
+    assert gradrules.config.kernel == "auto"
+    with gradrules.config.using(kernel="interpret"):
+        assert gradrules.config.kernel == "interpret"
+    assert gradrules.config.kernel == "auto"
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        gradrules.config.set_kernel("cuda")
+
+
+def test_check_reports_a_wrong_rule() -> None:
+    """A primitive whose JVP is off by a factor is caught by the fd check."""
+    p = define_primitive("toy_wrong", family="test", operands=("x",),
+                         infer_meta=elementwise_meta("toy_wrong", ("x",), "float"), impl=jnp.sin)
+
+    def _toy_wrong_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return p.bind(x), ar.multiply(t, ar.multiply(un.cos(x), 1.01))
+
+    register_rules(p, jvp=_toy_wrong_jvp)
+    report = check(p.bind, np.linspace(-1, 1, 4), checks=["fd", "jit"])
+    rows = {r.check: r for r in report.results}
+    assert rows["jit"].status == "pass"
+    assert rows["fd"].status == "FAIL" and "finite differences" in rows["fd"].detail
+    with pytest.raises(AssertionError, match="gradrules.check failed"):
+        report.raise_if_failed()
+    assert "<table>" in report._repr_html_()
+
+
+def test_check_reports_a_foreign_primitive() -> None:
+    def f(x):
+        return ar.multiply(jnp.sin(x), x)   # jnp.sin is not a catalog primitive
+
+    report = check(f, np.linspace(-1, 1, 3), checks=["closure"])
+    assert not report.passed
+    assert "sin" in report.failures[0].detail
+
+
+# ------------------------------------------------------------- bad input
+@pytest.mark.parametrize("fn", [ar.add, ar.multiply, ar.maximum, ar.pow, ar.atan2, cmp.lt])
+def test_shapes_that_do_not_broadcast(fn) -> None:
+    with pytest.raises(ValueError, match=r"gradrules\.\w+: operands do not broadcast: "
+                                         r"x with shape \(2, 3\), y with shape \(4,\)"):
+        fn(jnp.ones((2, 3)), jnp.ones((4,)))
+
+
+@pytest.mark.parametrize("fn", [un.sin, un.exp, un.log, un.sqrt, un.tanh, ar.divide])
+def test_integer_input_where_floats_are_needed(fn) -> None:
+    args = (jnp.arange(3),) * (2 if fn is ar.divide else 1)
+    with pytest.raises(TypeError, match=r"gradrules\.\w+: argument x must have a floating "
+                                        r"dtype, got int"):
+        fn(*args)
+
+
+@pytest.mark.parametrize("fn", [un.sin, un.abs, ar.add, cmp.eq])
+def test_complex_input(fn) -> None:
+    z = jnp.ones(3, jnp.complex64)
+    args = (z,) * (1 if fn in (un.sin, un.abs) else 2)
+    with pytest.raises(TypeError, match="complex input is not supported"):
+        fn(*args)
+
+
+def test_invalid_params() -> None:
+    with pytest.raises(ValueError, match="div_scale: scale must be nonzero"):
+        ar.div_scale(jnp.ones(2), scale=0.0)
+    with pytest.raises(TypeError, match="scale: scale must be a Python number"):
+        ar.scale(jnp.ones(2), scale=jnp.ones(2))
+    with pytest.raises(ValueError, match=r"bias_add: bias must have shape \(x.shape\[-1\],\)"):
+        ar.bias_add(jnp.ones((2, 3)), jnp.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"add: axis=2 does not place y"):
+        ar.add(jnp.ones((2, 3)), jnp.ones((3,)), axis=2)
+    with pytest.raises(TypeError, match="where: argument cond must have bool"):
+        cmp.where(jnp.ones(2), jnp.ones(2), jnp.ones(2))
+    with pytest.raises(ValueError, match=r"reshape: cannot reshape x with shape \(2, 3\)"):
+        sh.reshape(jnp.ones((2, 3)), (4,))
+    with pytest.raises(ValueError, match=r"sum: axis=2 is out of range"):
+        red.sum(jnp.ones((2, 3)), axis=2)
+    with pytest.raises(TypeError, match="dtype 'banana' is not a dtype"):
+        cv.convert_element_type(jnp.ones(2), dtype="banana")
+    with pytest.raises(TypeError, match=r"add: argument x must be an array or a scalar, got str"):
+        ar.add("a", 1.0)
+
+
+def test_errors_are_raised_at_trace_time() -> None:
+    with pytest.raises(ValueError, match="operands do not broadcast"):
+        jax.jit(ar.add).lower(jax.ShapeDtypeStruct((2, 3), jnp.float32),
+                              jax.ShapeDtypeStruct((4,), jnp.float32))
+
+
+# ------------------------------------------------- documented derivatives
+def test_maximum_minimum_ties_split_evenly() -> None:
+    x = jnp.array([1.0, 2.0, 3.0])
+    y = jnp.array([1.0, 0.0, 5.0])
+    gx, gy = jax.grad(lambda a, b: red.sum(ar.maximum(a, b)), argnums=(0, 1))(x, y)
+    np.testing.assert_array_equal(gx, [0.5, 1.0, 0.0])
+    np.testing.assert_array_equal(gy, [0.5, 0.0, 1.0])
+    gx, gy = jax.grad(lambda a, b: red.sum(ar.minimum(a, b)), argnums=(0, 1))(x, y)
+    np.testing.assert_array_equal(gx, [0.5, 0.0, 1.0])
+    np.testing.assert_array_equal(gy, [0.5, 1.0, 0.0])
+
+
+def test_abs_and_sign_at_zero() -> None:
+    assert jax.grad(un.abs)(0.0) == 0.0
+    assert jax.grad(un.sign)(0.0) == 0.0
+    assert jax.jacfwd(un.abs)(jnp.array([-2.0, 0.0, 3.0])).tolist() == [
+        [-1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+
+
+def test_pow_edges_are_finite() -> None:
+    g = jax.grad(lambda x, y: ar.pow(x, y), argnums=(0, 1))
+    dx, dy = g(0.0, 2.0)
+    assert dx == 0.0 and dy == 0.0
+    dx, dy = g(0.0, 0.0)
+    assert dx == 0.0 and dy == 0.0
+    h = jax.hessian(lambda x: ar.pow(x, 3.0))(0.0)
+    assert h == 0.0
+
+
+def test_comparisons_have_float0_tangents() -> None:
+    _, t = jax.jvp(lambda x: cmp.lt(x, 0.5), (jnp.ones(3),), (jnp.ones(3),))
+    assert t.dtype == jax.dtypes.float0
+
+
+def test_python_scalars_promote_like_jax_numpy() -> None:
+    x = jnp.ones(3, jnp.float16)
+    assert ar.add(x, 2.0).dtype == jnp.float16
+    assert ar.multiply(x, jnp.ones(3, jnp.float32)).dtype == jnp.float32
+    assert ar.add(2.0, 3.0).aval.weak_type
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_float_dtypes_are_kept(dtype) -> None:
+    x = jnp.linspace(0.1, 1.0, 4, dtype=dtype)
+    for fn in (un.exp, un.sqrt, un.sin):
+        assert fn(x).dtype == x.dtype
+        assert jax.grad(lambda v: red.sum(fn(v)))(x).dtype == x.dtype
