@@ -65,6 +65,17 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import builtin_rows, format_table
+    print(format_table(builtin_rows(args.size)))
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from . import demo
+    return demo.main(args.rest)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gradrules", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -74,9 +85,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("ops", nargs="*", help="ops to check (default: all)")
     p.add_argument("--checks", nargs="*", help="a subset of the checks")
     p.add_argument("-v", "--verbose", action="store_true", help="print every row")
+    p = sub.add_parser("bench", help="time / memory / flops ratios against jax.numpy")
+    p.add_argument("--size", type=int, default=1 << 20)
+    p = sub.add_parser("demo", help="train a small transformer built from gradrules ops",
+                       add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     import gradrules  # noqa: F401  (registers every op)
-    return {"list": _cmd_list, "check": _cmd_check}[args.cmd](args)
+    return {"list": _cmd_list, "check": _cmd_check, "bench": _cmd_bench,
+            "demo": _cmd_demo}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -218,3 +218,21 @@ def test_float_dtypes_are_kept(dtype) -> None:
     for fn in (un.exp, un.sqrt, un.sin):
         assert fn(x).dtype == x.dtype
         assert jax.grad(lambda v: red.sum(fn(v)))(x).dtype == x.dtype
+
+
+def test_jax_export_round_trip() -> None:
+    def f(x, y):
+        return red.sum(ar.multiply(un.sin(x), y))
+
+    x, y = jnp.linspace(0.0, 1.0, 4), jnp.linspace(1.0, 2.0, 4)
+    exported = jax.export.export(jax.jit(jax.grad(f)))(x, y)
+    restored = jax.export.deserialize(exported.serialize())
+    np.testing.assert_allclose(restored.call(x, y), jax.grad(f)(x, y))
+
+
+def test_bench_compares_against_jax_numpy() -> None:
+    from gradrules.bench import builtin_rows, format_table
+    rows = builtin_rows(size=1024)
+    assert [r.name for r in rows][:2] == ["tanh*exp(x/y) forward", "tanh*exp(x/y) grad"]
+    assert all(r.flops > 0 and r.ref_flops > 0 for r in rows)
+    assert "time x" in format_table(rows)
