@@ -68,7 +68,7 @@ def floats(rng: np.random.Generator, shape: Sequence[int], lo: float = -2.0,
     return rng.uniform(lo, hi, tuple(shape))
 
 
-def unary(lo: float = -2.0, hi: float = 2.0,
+def unary_samples(lo: float = -2.0, hi: float = 2.0,
           shapes: Sequence[Sequence[int]] = ((2, 3), (), (0, 2)), **kwargs: Any
           ) -> Callable[[np.random.Generator], list[Sample]]:
     """Samples of a unary elementwise op on ``[lo, hi)``."""
@@ -80,7 +80,7 @@ def unary(lo: float = -2.0, hi: float = 2.0,
 BINARY_SHAPES = (((2, 3), (2, 3)), ((2, 3), (3,)), ((1, 3), (2, 1)), ((), (2,)), ((0, 2), (2,)))
 
 
-def binary(lo: float = -2.0, hi: float = 2.0, ylo: float | None = None,
+def binary_samples(lo: float = -2.0, hi: float = 2.0, ylo: float | None = None,
            yhi: float | None = None, shapes: Sequence[Any] = BINARY_SHAPES,
            **kwargs: Any) -> Callable[[np.random.Generator], list[Sample]]:
     """Samples of a broadcasting binary op: equal shapes, trailing

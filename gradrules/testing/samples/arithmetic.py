@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, Tol, binary, floats
+from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, Tol, binary_samples, floats
 
 
 def _paddle_axis(rng: np.random.Generator) -> list[Sample]:
@@ -23,7 +23,7 @@ def _with_axis(base: Callable[[np.random.Generator], list[Sample]]
 
 
 def _divisor(rng: np.random.Generator) -> list[Sample]:
-    out = binary(0.5, 2.0)(rng)
+    out = binary_samples(0.5, 2.0)(rng)
     for s in out:   # divisors away from 0, either sign
         s.args = (s.args[0] * rng.choice([-1, 1], np.shape(s.args[0])), s.args[1])
     return out
@@ -48,17 +48,17 @@ def _scale(rng: np.random.Generator) -> list[Sample]:
 NUMERIC = FLOAT_DTYPES + INT_DTYPES[:1]
 
 OPINFOS = [
-    OpInfo("add", _with_axis(binary()), dtypes=NUMERIC),
-    OpInfo("subtract", _with_axis(binary()), dtypes=NUMERIC),
-    OpInfo("multiply", _with_axis(binary()), dtypes=NUMERIC),
+    OpInfo("add", _with_axis(binary_samples()), dtypes=NUMERIC),
+    OpInfo("subtract", _with_axis(binary_samples()), dtypes=NUMERIC),
+    OpInfo("multiply", _with_axis(binary_samples()), dtypes=NUMERIC),
     OpInfo("divide", _divide),
-    OpInfo("pow", binary(0.5, 2.0, -2.0, 2.0), fd_tol=Tol(1e-5, 1e-5)),
-    OpInfo("maximum", binary(), dtypes=NUMERIC),
-    OpInfo("minimum", binary(), dtypes=NUMERIC),
-    OpInfo("remainder", binary(-3.0, 3.0, 0.7, 2.0), dtypes=NUMERIC, dtype_tol=4.0),
-    OpInfo("fmod", binary(-3.0, 3.0, 0.7, 2.0), dtypes=NUMERIC, dtype_tol=4.0),
-    OpInfo("atan2", binary(0.3, 2.0)),
-    OpInfo("residual_add", binary(), dtypes=NUMERIC),
+    OpInfo("pow", binary_samples(0.5, 2.0, -2.0, 2.0), fd_tol=Tol(1e-5, 1e-5)),
+    OpInfo("maximum", binary_samples(), dtypes=NUMERIC),
+    OpInfo("minimum", binary_samples(), dtypes=NUMERIC),
+    OpInfo("remainder", binary_samples(-3.0, 3.0, 0.7, 2.0), dtypes=NUMERIC, dtype_tol=4.0),
+    OpInfo("fmod", binary_samples(-3.0, 3.0, 0.7, 2.0), dtypes=NUMERIC, dtype_tol=4.0),
+    OpInfo("atan2", binary_samples(0.3, 2.0)),
+    OpInfo("residual_add", binary_samples(), dtypes=NUMERIC),
     OpInfo("bias_add", _bias_add, dtypes=NUMERIC),
     OpInfo("scale", _scale),
     OpInfo("div_scale", _scale),

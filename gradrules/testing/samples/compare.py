@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, binary, floats
+from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, binary_samples, floats
 
 
 def _compare(rng: np.random.Generator) -> list[Sample]:
-    out = binary()(rng)
+    out = binary_samples()(rng)
     a = floats(rng, (2, 3))
     out.append(Sample((a, a.copy()), desc="equal operands"))
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import OpInfo, Sample, floats, unary
+from . import OpInfo, Sample, floats, unary_samples
 
 
 def _convert(rng: np.random.Generator) -> list[Sample]:
@@ -14,4 +14,4 @@ def _convert(rng: np.random.Generator) -> list[Sample]:
 
 
 OPINFOS = [OpInfo("convert_element_type", _convert),
-           OpInfo("copy", unary())]
+           OpInfo("copy", unary_samples())]

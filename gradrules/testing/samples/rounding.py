@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from . import OpInfo, unary
+from . import OpInfo, unary_samples
 
-OPINFOS = [OpInfo(n, unary(-3.0, 3.0)) for n in ("floor", "ceil", "round", "trunc")]
+OPINFOS = [OpInfo(n, unary_samples(-3.0, 3.0)) for n in ("floor", "ceil", "round", "trunc")]
