@@ -1,1 +1,254 @@
-"""Primitives of the activation family. Activations: sigmoid, log_sigmoid, relu, leaky_relu, hardtanh, hardswish, silu, gelu, softplus, clamp."""
+"""Activations: sigmoid, log_sigmoid, relu, leaky_relu, hardtanh, hardswish,
+silu, gelu, softplus and clamp.
+
+Each op is one primitive; the docstrings state the derivative the JVP rule
+uses (``gradrules/rules/activation.py``), including its value at the kinks,
+which follows the core IR (PyTorch's derivatives.yaml) and, for hardswish,
+Paddle's backward.yaml. Every form is numerically stable: no overflow and
+finite derivatives of every order at large |x|.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ..core.meta import op_name
+from ._elementwise import elementwise_op, elementwise_primitive, promote, register_elementwise
+
+Array = jax.Array
+ArrayLike = jax.typing.ArrayLike
+FAMILY = "activation"
+
+
+def _number(op: str, name: str, value: Any) -> float:
+    """A static real parameter: a Python or numpy number (not a bool), not NaN."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op_name(op)}: {name} must be a Python number, got {value!r}")
+    if math.isnan(value):
+        raise ValueError(f"{op_name(op)}: {name} must not be NaN")
+    return float(value)
+
+
+# ---------------------------------------------------- parameter-free ops
+def _relu_impl(x: Array) -> Array:
+    return jnp.maximum(x, 0)
+
+
+def _hardswish_impl(x: Array) -> Array:
+    return x * jnp.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+
+sigmoid_p = elementwise_primitive("sigmoid", jax.nn.sigmoid, family=FAMILY)
+sigmoid = elementwise_op(sigmoid_p, kind="float", doc="""1 / (1 + exp(-x)), without overflow
+for any x.
+
+d/dx = sigmoid(x) * sigmoid(-x) (= s (1 - s), written so it keeps its
+precision where s is close to 1).""")
+
+log_sigmoid_p = elementwise_primitive("log_sigmoid", jax.nn.log_sigmoid, family=FAMILY)
+log_sigmoid = elementwise_op(log_sigmoid_p, kind="float", doc="""log(sigmoid(x)) =
+-softplus(-x), computed without overflow: about x for x << 0, about -exp(-x)
+for x >> 0.
+
+d/dx = sigmoid(-x).""")
+
+relu_p = elementwise_primitive("relu", _relu_impl, family=FAMILY, kind="numeric")
+relu = elementwise_op(relu_p, kind="numeric", doc="""max(x, 0); integers allowed.
+
+d/dx = 1 for x > 0 and 0 for x <= 0: relu'(0) = 0, as in the core IR.""")
+
+hardswish_p = elementwise_primitive("hardswish", _hardswish_impl, family=FAMILY)
+hardswish = elementwise_op(hardswish_p, kind="float", doc="""x * min(max(x + 3, 0), 6) / 6.
+
+d/dx = 0 for x <= -3, (2 x + 3) / 6 for -3 < x < 3, 1 for x >= 3: at the kinks
+hardswish'(-3) = 0 and hardswish'(3) = 1, as Paddle's hardswish_grad.""")
+
+silu_p = elementwise_primitive("silu", jax.nn.silu, family=FAMILY)
+silu = elementwise_op(silu_p, kind="float", doc="""x * sigmoid(x) (swish).
+
+d/dx = sigmoid(x) * (1 + x * sigmoid(-x)).""")
+
+
+# ------------------------------------------------------------ leaky_relu
+def _leaky_relu_impl(x: Array, *, negative_slope: float) -> Array:
+    return jnp.where(x > 0, x, x * negative_slope)
+
+
+leaky_relu_p = elementwise_primitive("leaky_relu", _leaky_relu_impl, family=FAMILY,
+                                     params=("negative_slope",))
+
+
+def leaky_relu(x: ArrayLike, *, negative_slope: float = 0.01) -> Array:
+    """x for x > 0, negative_slope * x otherwise.
+
+    d/dx = 1 for x > 0 and negative_slope for x <= 0 (the core IR's
+    leaky_relu_backward: the slope at 0 is negative_slope).
+    """
+    slope = _number("leaky_relu", "negative_slope", negative_slope)
+    (x,) = promote("leaky_relu", {"x": x}, "float")
+    return leaky_relu_p.bind(x, negative_slope=slope)
+
+
+# --------------------------------------------------------------- hardtanh
+def _hardtanh_impl(x: Array, *, min_val: float, max_val: float) -> Array:
+    return jnp.clip(x, min_val, max_val)
+
+
+hardtanh_p = elementwise_primitive("hardtanh", _hardtanh_impl, family=FAMILY,
+                                   params=("min_val", "max_val"))
+
+
+def hardtanh(x: ArrayLike, *, min_val: float = -1.0, max_val: float = 1.0) -> Array:
+    """min(max(x, min_val), max_val) for static numbers min_val <= max_val.
+
+    d/dx = 1 for min_val < x < max_val and 0 elsewhere, the boundaries
+    included (the core IR's hardtanh_backward), unlike clamp.
+    """
+    lo = _number("hardtanh", "min_val", min_val)
+    hi = _number("hardtanh", "max_val", max_val)
+    if lo > hi:
+        raise ValueError(f"{op_name('hardtanh')}: min_val={min_val!r} is greater than "
+                         f"max_val={max_val!r}")
+    (x,) = promote("hardtanh", {"x": x}, "float")
+    return hardtanh_p.bind(x, min_val=lo, max_val=hi)
+
+
+# ------------------------------------------------------------------- gelu
+def _gelu_impl(x: Array, *, approximate: bool) -> Array:
+    """Written without the cancellation of 1 + erf / 1 + tanh for x << 0."""
+    if approximate:
+        two_u = x * (1.0 + 0.044715 * x * x) * (2.0 * math.sqrt(2.0 / math.pi))
+        return x * jax.nn.sigmoid(two_u)
+    return x * (lax.erfc(x * -math.sqrt(0.5)) * 0.5)
+
+
+gelu_p = elementwise_primitive("gelu", _gelu_impl, family=FAMILY, params=("approximate",))
+
+
+def gelu(x: ArrayLike, *, approximate: bool = False) -> Array:
+    """The Gaussian error linear unit.
+
+    Exact form (``approximate=False``): x * Phi(x), Phi(x) = erfc(-x / sqrt(2)) / 2;
+    d/dx = Phi(x) + x * exp(-x**2 / 2) / sqrt(2 pi).
+
+    Tanh form (``approximate=True``): x / 2 * (1 + tanh(u)) = x * sigmoid(2 u),
+    u = sqrt(2 / pi) (x + 0.044715 x**3); d/dx = sigmoid(2 u)
+    + 2 x sigmoid(2 u) sigmoid(-2 u) u'(x).
+
+    Beyond |x| > 40 (exact form) and |x| > 25 (tanh form), where the derivative
+    is exactly 1 or 0 in float64, the derivative is that limit (all higher
+    derivatives 0), selected by a double where so that no inf * 0 appears in
+    any order, in any dtype.
+    """
+    if not isinstance(approximate, (bool, np.bool_)):
+        raise TypeError(f"{op_name('gelu')}: approximate must be a bool, got {approximate!r}")
+    (x,) = promote("gelu", {"x": x}, "float")
+    return gelu_p.bind(x, approximate=bool(approximate))
+
+
+# --------------------------------------------------------------- softplus
+def _softplus_impl(x: Array, *, beta: float, threshold: float) -> Array:
+    bx = x * beta
+    return jnp.where(bx > threshold, x, jnp.logaddexp(bx, 0.0) / beta)
+
+
+softplus_p = elementwise_primitive("softplus", _softplus_impl, family=FAMILY,
+                                   params=("beta", "threshold"))
+
+
+def softplus(x: ArrayLike, *, beta: float = 1.0, threshold: float = 20.0) -> Array:
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold
+    (PyTorch's semantics; the log form never overflows). ``beta > 0``.
+
+    d/dx = sigmoid(beta x) where beta x <= threshold and 1 above it (where
+    every higher derivative is 0).
+    """
+    b = _number("softplus", "beta", beta)
+    t = _number("softplus", "threshold", threshold)
+    if not b > 0 or math.isinf(b):
+        raise ValueError(f"{op_name('softplus')}: beta must be positive and finite, "
+                         f"got {beta!r}")
+    (x,) = promote("softplus", {"x": x}, "float")
+    return softplus_p.bind(x, beta=b, threshold=t)
+
+
+# ------------------------------------------------------------------ clamp
+def _clamp_impl(x: Array, *, min: float | None, max: float | None) -> Array:  # noqa: A002
+    lo, hi = (None if b is None else jnp.asarray(b, x.dtype) for b in (min, max))
+    return jnp.clip(x, lo, hi)
+
+
+clamp_p = elementwise_primitive("clamp", _clamp_impl, family=FAMILY, kind="numeric",
+                                params=("min", "max"))
+
+
+def _bound(name: str, value: Any, dtype: np.dtype) -> float | int | None:
+    """A clamp bound as a static number of x's kind; integer bounds are kept
+    inside the range of an integer dtype (so none wraps around)."""
+    if value is None:
+        return None
+    v = _number("clamp", name, value)
+    if not jnp.issubdtype(dtype, jnp.integer):
+        return v
+    if not v.is_integer() and not math.isinf(v):
+        raise TypeError(f"{op_name('clamp')}: {name}={value!r} is not an integer, but x has "
+                        f"the integer dtype {dtype}")
+    info = jnp.iinfo(dtype)
+    return int(min(max(v, info.min), info.max))
+
+
+def clamp(x: ArrayLike, *, min: float | None = None,  # noqa: A002
+          max: float | None = None) -> Array:  # noqa: A002
+    """min(max(x, min), max) for static numbers (either may be None, not
+    both); integers allowed. When min > max the result is max everywhere.
+
+    d/dx = 1 where min <= x <= max, the boundaries included (the core IR's
+    clamp_backward), and 0 elsewhere.
+    """
+    if min is None and max is None:
+        raise ValueError(f"{op_name('clamp')}: at least one of min and max must be given")
+    (x,) = promote("clamp", {"x": x}, "numeric")
+    dtype = np.dtype(jnp.result_type(x))
+    return clamp_p.bind(x, min=_bound("min", min, dtype), max=_bound("max", max, dtype))
+
+
+# ---------------------------------------------------------------- manifest
+def _leaky_relu_reference(x: ArrayLike, *, negative_slope: float = 0.01) -> Array:
+    return jax.nn.leaky_relu(x, negative_slope)
+
+
+def _hardtanh_reference(x: ArrayLike, *, min_val: float = -1.0, max_val: float = 1.0) -> Array:
+    return jnp.clip(x, min_val, max_val)
+
+
+def _gelu_reference(x: ArrayLike, *, approximate: bool = False) -> Array:
+    return jax.nn.gelu(x, approximate=approximate)
+
+
+def _softplus_reference(x: ArrayLike, *, beta: float = 1.0, threshold: float = 20.0) -> Array:
+    return jnp.where(x * beta > threshold, x, jax.nn.softplus(x * beta) / beta)
+
+
+def _clamp_reference(x: ArrayLike, *, min: float | None = None,  # noqa: A002
+                     max: float | None = None) -> Array:  # noqa: A002
+    return jnp.clip(x, min, max)
+
+
+for _fn, _p, _ref in ((sigmoid, sigmoid_p, jax.nn.sigmoid),
+                      (log_sigmoid, log_sigmoid_p, jax.nn.log_sigmoid),
+                      (relu, relu_p, jax.nn.relu),
+                      (leaky_relu, leaky_relu_p, _leaky_relu_reference),
+                      (hardtanh, hardtanh_p, _hardtanh_reference),
+                      (hardswish, hardswish_p, jax.nn.hard_swish),
+                      (silu, silu_p, jax.nn.silu),
+                      (gelu, gelu_p, _gelu_reference),
+                      (softplus, softplus_p, _softplus_reference),
+                      (clamp, clamp_p, _clamp_reference)):
+    register_elementwise(_fn, _p, _ref)

@@ -1,3 +1,52 @@
-"""Samples of the activation family. Activations: sigmoid, log_sigmoid, relu, leaky_relu, hardtanh, hardswish, silu, gelu, softplus, clamp."""
+"""Samples of the activation family: random points (never on a kink), large
+|x| for the smooth ops, and the parameter variants."""
 
-OPINFOS: list = []
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, unary_samples
+
+Make = Callable[[np.random.Generator], list[Sample]]
+LARGE = np.array([-800.0, -40.0, 35.0, 700.0])   # exp(|x|) overflows float64 beyond 709
+
+
+def _with(base: Make, *extra: tuple[np.ndarray | None, dict[str, Any]]) -> Make:
+    """``base`` samples plus one sample per (array, kwargs); a None array is
+    a (3,) draw on [-2, 2)."""
+    def make(rng: np.random.Generator) -> list[Sample]:
+        out = base(rng)
+        for x, kw in extra:
+            out.append(Sample((rng.uniform(-2.0, 2.0, (3,)) if x is None else x.copy(),),
+                              dict(kw)))
+        return out
+    return make
+
+
+def _gelu(rng: np.random.Generator) -> list[Sample]:
+    """Both forms, each at large |x| (where the derivative saturates) too."""
+    mixed = np.concatenate([rng.uniform(-4.0, 4.0, (2,)), LARGE[::2]])
+    return unary_samples(-4.0, 4.0, ((2, 3), (0, 2)))(rng) + [
+        Sample((LARGE.copy(),)), Sample((mixed,), {"approximate": True})]
+
+
+_NUMERIC = FLOAT_DTYPES + INT_DTYPES[:1]
+_SMOOTH = unary_samples(-4.0, 4.0)
+
+OPINFOS = [
+    OpInfo("sigmoid", _with(_SMOOTH, (LARGE, {}))),
+    OpInfo("log_sigmoid", _with(_SMOOTH, (LARGE, {}))),
+    OpInfo("relu", unary_samples(-2.0, 2.0), dtypes=_NUMERIC),
+    OpInfo("leaky_relu", _with(unary_samples(-2.0, 2.0), (None, {"negative_slope": 0.2}))),
+    OpInfo("hardtanh", _with(unary_samples(-2.0, 2.0), (None, {"min_val": -0.5, "max_val": 1.5}))),
+    OpInfo("hardswish", unary_samples(-4.0, 4.0)),
+    OpInfo("silu", _with(_SMOOTH, (LARGE, {}))),
+    OpInfo("gelu", _gelu),
+    OpInfo("softplus", _with(unary_samples(-4.0, 4.0, ((2, 3), ())), (LARGE, {}),
+                             (None, {"beta": 2.0, "threshold": 3.0}))),
+    OpInfo("clamp", _with(unary_samples(-2.0, 2.0, ((2, 3),), min=-1.0, max=1.0),
+                          (None, {"min": 0.0}), (None, {"max": 1.0})), dtypes=_NUMERIC),
+]

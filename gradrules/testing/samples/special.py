@@ -1,3 +1,43 @@
-"""Samples of the special family. Special functions: erf, erfc, erfinv, lgamma, digamma, polygamma, bessel_i0e, bessel_i1e, zeta."""
+"""Samples of the special family: each op on its domain, away from poles."""
 
-OPINFOS: list = []
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import OpInfo, Sample, binary_samples, floats, unary_samples
+
+
+
+def _lgamma(rng: np.random.Generator) -> list[Sample]:
+    """Positive x, and negative x between two poles (where Gamma < 0)."""
+    return unary_samples(0.3, 4.0, ((2, 3), (0, 2)))(rng) + [
+        Sample((floats(rng, (3,), -1.8, -1.2),), desc="float64[3] in (-2, -1)")]
+
+
+def _polygamma(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((0, floats(rng, (2, 3), 0.5, 3.0))), Sample((1, floats(rng, (), 0.5, 3.0))),
+            Sample((3, floats(rng, (3,), 0.8, 3.0))), Sample((2, floats(rng, (0, 2), 0.5, 3.0)))]
+
+
+def _bessel(rng: np.random.Generator) -> list[Sample]:
+    """Both signs, and points close to the kink at 0 (x == 0 itself is tested in
+    tests/test_special.py: finite differences do not apply there)."""
+    return unary_samples(-3.0, 3.0, ((2, 3), (), (0, 2)))(rng) + [
+        Sample((np.array([-2e-3, 1e-3, 2.5]),), desc="float64[3] near (not at) 0")]
+
+
+OPINFOS = [
+    OpInfo("erf", unary_samples(-2.0, 2.0)),
+    OpInfo("erfc", unary_samples(-2.0, 2.0)),
+    OpInfo("erfinv", unary_samples(-0.8, 0.8)),
+    OpInfo("lgamma", _lgamma),
+    OpInfo("digamma", unary_samples(0.5, 3.0)),
+    OpInfo("polygamma", _polygamma, dtype_tol=2.0),
+    OpInfo("bessel_i0e", _bessel),
+    OpInfo("bessel_i1e", _bessel),
+    OpInfo("zeta", binary_samples(1.5, 4.0, 0.5, 3.0,
+                          shapes=(((1, 3), (2, 1)), ((), (2,))))),
+]

@@ -1,0 +1,195 @@
+"""Semantics of the activation family beyond the rule checker: the
+derivatives at the kinks, the torch semantics of softplus and clamp,
+stability at large |x| in every order, and the errors for bad input."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.special as sp
+
+import jax
+import jax.numpy as jnp
+
+from gradrules.primitives import activation as a
+
+
+def _d(fn, x, order=1, **kw):
+    """The ``order``-th derivative of the scalar function at each point of x."""
+    f = lambda v: fn(v, **kw)  # noqa: E731
+    for _ in range(order):
+        f = jax.grad(f)
+    return np.asarray(jax.vmap(f)(jnp.asarray(x, jnp.float64)))
+
+
+# ------------------------------------------------------------------ kinks
+def test_relu_kink_and_integers():
+    np.testing.assert_array_equal(_d(a.relu, [-1.0, 0.0, -0.0, 2.0]), [0.0, 0.0, 0.0, 1.0])
+    x = np.array([-3, 0, 4], np.int8)
+    out = a.relu(x)
+    assert out.dtype == np.int8
+    np.testing.assert_array_equal(out, [0, 0, 4])
+
+
+def test_leaky_relu_slope_at_zero():
+    np.testing.assert_allclose(_d(a.leaky_relu, [-1.0, 0.0, 2.0]), [0.01, 0.01, 1.0])
+    np.testing.assert_allclose(_d(a.leaky_relu, [-1.0, 0.0, 2.0], negative_slope=0.3),
+                               [0.3, 0.3, 1.0])
+    np.testing.assert_allclose(a.leaky_relu(np.array([-2.0, 3.0]), negative_slope=0.3),
+                               [-0.6, 3.0])
+
+
+def test_hardtanh_bounds_get_no_gradient():
+    x = [-1.5, -1.0, 0.2, 1.0, 1.5]
+    np.testing.assert_array_equal(_d(a.hardtanh, x), [0.0, 0.0, 1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(a.hardtanh(np.array(x)), [-1.0, -1.0, 0.2, 1.0, 1.0])
+    np.testing.assert_array_equal(_d(a.hardtanh, [-0.5, 0.0, 2.0], min_val=-0.5, max_val=2.0),
+                                  [0.0, 1.0, 0.0])
+
+
+def test_clamp_bounds_pass_the_gradient():
+    x = [-1.0, -0.5, 0.1, 0.5, 1.0]
+    np.testing.assert_array_equal(_d(a.clamp, x, min=-0.5, max=0.5), [0.0, 1.0, 1.0, 1.0, 0.0])
+    np.testing.assert_array_equal(_d(a.clamp, x, min=0.1), [0.0, 0.0, 1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(_d(a.clamp, x, max=0.1), [1.0, 1.0, 1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(a.clamp(np.array(x), min=-0.5, max=0.5),
+                                  [-0.5, -0.5, 0.1, 0.5, 0.5])
+
+
+def test_clamp_min_above_max_gives_max():
+    x = np.array([-2.0, 0.5, 3.0])
+    np.testing.assert_array_equal(a.clamp(x, min=1.0, max=0.0), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(_d(a.clamp, x, min=1.0, max=0.0), [0.0, 0.0, 0.0])
+
+
+def test_clamp_integers():
+    x = np.array([-5, 0, 7, 200], np.int32)
+    out = a.clamp(x, min=-1, max=6.0)
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, [-1, 0, 6, 6])
+    u = np.array([0, 5, 255], np.uint8)   # bounds outside uint8 do not wrap around
+    np.testing.assert_array_equal(a.clamp(u, min=-1, max=300), u)
+    np.testing.assert_array_equal(a.clamp(u, min=3), [3, 5, 255])
+
+
+def test_hardswish_kinks_follow_paddle():
+    x = [-4.0, -3.0, 0.0, 1.5, 3.0, 4.0]
+    np.testing.assert_allclose(_d(a.hardswish, x), [0.0, 0.0, 0.5, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(_d(a.hardswish, x, order=2), [0, 0, 1 / 3, 1 / 3, 0, 0])
+    np.testing.assert_allclose(a.hardswish(np.array(x)), [0.0, 0.0, 0.0, 1.125, 3.0, 4.0])
+
+
+# ---------------------------------------------------------- torch semantics
+def test_softplus_threshold_and_beta():
+    x = np.array([-3.0, 0.5, 10.0, 25.0])
+    np.testing.assert_allclose(a.softplus(x), np.where(x > 20, x, np.log1p(np.exp(x))),
+                               rtol=1e-14)
+    got = a.softplus(x, beta=2.0, threshold=3.0)
+    want = np.where(2 * x > 3, x, np.log1p(np.exp(2 * x)) / 2)
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    np.testing.assert_allclose(_d(a.softplus, x, beta=2.0, threshold=3.0),
+                               np.where(2 * x > 3, 1.0, sp.expit(2 * x)), rtol=1e-14)
+    np.testing.assert_array_equal(_d(a.softplus, [25.0, 30.0], order=2), [0.0, 0.0])
+
+
+def test_gelu_forms():
+    x = np.array([-3.0, -0.5, 0.0, 0.7, 2.0])
+    phi = 0.5 * sp.erfc(-x / math.sqrt(2))
+    np.testing.assert_allclose(a.gelu(x), x * phi, rtol=1e-14, atol=1e-300)
+    np.testing.assert_allclose(_d(a.gelu, x), phi + x * np.exp(-x**2 / 2) / math.sqrt(2 * math.pi),
+                               rtol=1e-13)
+    u = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
+    np.testing.assert_allclose(a.gelu(x, approximate=True), x * sp.expit(2 * u), rtol=1e-14)
+    np.testing.assert_allclose(a.gelu(x, approximate=True), 0.5 * x * (1 + np.tanh(u)),
+                               rtol=1e-13)
+    du = math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * x**2)
+    want = 0.5 * (1 + np.tanh(u)) + 0.5 * x * (1 - np.tanh(u) ** 2) * du
+    np.testing.assert_allclose(_d(a.gelu, x, approximate=True), want, rtol=1e-13)
+
+
+def test_smooth_derivatives():
+    x = np.array([-3.0, -0.2, 0.0, 1.1, 4.0])
+    s = sp.expit(x)
+    np.testing.assert_allclose(_d(a.sigmoid, x), s * (1 - s), rtol=1e-13)
+    np.testing.assert_allclose(_d(a.log_sigmoid, x), 1 - s, rtol=1e-13)
+    np.testing.assert_allclose(_d(a.silu, x), s * (1 + x * (1 - s)), rtol=1e-13)
+
+
+# ------------------------------------------------------- large |x|, all orders
+LARGE = np.array([-1e4, -800.0, -60.0, 60.0, 800.0, 1e4])
+SMOOTH = [("sigmoid", {}), ("log_sigmoid", {}), ("silu", {}), ("softplus", {}),
+          ("softplus", {"beta": 3.0, "threshold": 50.0}), ("gelu", {}),
+          ("gelu", {"approximate": True})]
+
+
+@pytest.mark.parametrize("name, kw", SMOOTH)
+def test_finite_at_large_abs_x_in_every_order(name, kw):
+    fn = getattr(a, name)
+    for order in range(4):
+        d = _d(fn, LARGE, order, **kw) if order else np.asarray(fn(LARGE, **kw))
+        assert np.isfinite(d).all(), (order, d)
+    for dtype in ("float32", "float16", "bfloat16"):
+        x = jnp.asarray(np.array([-6e4, -300.0, 300.0, 6e4]), dtype)
+        assert bool(jnp.isfinite(fn(x, **kw)).all()), dtype
+        g = jax.vmap(jax.grad(jax.grad(lambda v: fn(v, **kw))))(x)
+        assert bool(jnp.isfinite(g).all()), (dtype, g)
+
+
+def test_large_abs_x_values_do_not_overflow():
+    np.testing.assert_array_equal(a.sigmoid(np.array([-1e4, 1e4])), [0.0, 1.0])
+    np.testing.assert_allclose(a.log_sigmoid(np.array([-1e4, -800.0, 800.0])),
+                               [-1e4, -800.0, 0.0])
+    np.testing.assert_allclose(a.log_sigmoid(np.array(40.0)), -math.exp(-40.0), rtol=1e-12)
+    np.testing.assert_allclose(a.softplus(np.array([-800.0, 800.0]), beta=1.0,
+                                          threshold=1e9), [0.0, 800.0])
+    np.testing.assert_allclose(_d(a.sigmoid, [-800.0, 40.0]), [0.0, math.exp(-40.0)],
+                               rtol=1e-12)
+    np.testing.assert_array_equal(_d(a.gelu, [-1e4, 1e4], approximate=True), [0.0, 1.0])
+    np.testing.assert_array_equal(_d(a.gelu, [-1e4, 1e4], 2, approximate=True), [0.0, 0.0])
+
+
+# --------------------------------------------------------------- bad input
+@pytest.mark.parametrize("name", ["sigmoid", "log_sigmoid", "hardswish", "silu", "gelu",
+                                  "softplus", "leaky_relu", "hardtanh"])
+def test_float_only_ops_reject_integers(name):
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: argument x .*floating.*int32"):
+        getattr(a, name)(np.arange(3, dtype=np.int32))
+
+
+@pytest.mark.parametrize("name", ["relu", "clamp"])
+def test_bool_and_complex_are_rejected(name):
+    kw = {"min": 0.0} if name == "clamp" else {}
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: argument x .*bool"):
+        getattr(a, name)(np.array([True, False]), **kw)
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: argument x is complex"):
+        getattr(a, name)(np.ones(2, np.complex64), **kw)
+
+
+@pytest.mark.parametrize("call, exc, msg", [
+    (lambda x: a.leaky_relu(x, negative_slope="0.1"), TypeError, r"leaky_relu: negative_slope"),
+    (lambda x: a.leaky_relu(x, negative_slope=float("nan")), ValueError, r"leaky_relu: negative"),
+    (lambda x: a.hardtanh(x, min_val=1.0, max_val=-1.0), ValueError,
+     r"hardtanh: min_val=1.0 is greater than max_val=-1.0"),
+    (lambda x: a.hardtanh(x, min_val=None), TypeError, r"hardtanh: min_val"),
+    (lambda x: a.gelu(x, approximate="tanh"), TypeError, r"gelu: approximate must be a bool"),
+    (lambda x: a.softplus(x, beta=0.0), ValueError, r"softplus: beta must be positive"),
+    (lambda x: a.softplus(x, beta=-1.0), ValueError, r"softplus: beta must be positive"),
+    (lambda x: a.softplus(x, threshold=float("nan")), ValueError, r"softplus: threshold"),
+    (lambda x: a.softplus(x, beta=True), TypeError, r"softplus: beta"),
+    (lambda x: a.clamp(x), ValueError, r"clamp: at least one of min and max"),
+    (lambda x: a.clamp(x, min="0"), TypeError, r"clamp: min must be a Python number"),
+    (lambda x: a.clamp(x, max=np.ones(2)), TypeError, r"clamp: max must be a Python number"),
+    (lambda x: a.clamp(x.astype(np.int32), min=0.5), TypeError,
+     r"clamp: min=0.5 is not an integer, but x has the integer dtype int32"),
+])
+def test_bad_params(call, exc, msg):
+    with pytest.raises(exc, match=r"gradrules\." + msg):
+        call(np.array([0.5, -1.0]))
+
+
+def test_params_are_static_in_the_jaxpr():
+    jaxpr = jax.make_jaxpr(lambda x: a.softplus(x, beta=2, threshold=5))(1.0)
+    (eqn,) = jaxpr.jaxpr.eqns
+    assert eqn.params == {"beta": 2.0, "threshold": 5.0}
+    jaxpr = jax.make_jaxpr(lambda x: a.clamp(x, max=3))(np.int32(1))
+    assert jaxpr.jaxpr.eqns[0].params == {"min": None, "max": 3}

@@ -1,0 +1,178 @@
+"""Semantics of the special family beyond the rule checker: values against
+scipy, the derivative chains, the x == 0 limits of the Bessel derivatives,
+zeta's unimplemented x-derivative, and the errors for bad input."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.special as sp
+
+import jax
+import jax.numpy as jnp
+
+import gradrules
+from gradrules.primitives import special as s
+
+X = np.array([0.3, 0.9, 1.7, 3.2])
+
+
+def _primitives(fn, *args):
+    """(name, params) of every equation of ``fn``'s jaxpr."""
+    jaxpr = jax.make_jaxpr(fn)(*args)
+    return [(e.primitive.name, dict(e.params)) for e in jaxpr.jaxpr.eqns]
+
+
+@pytest.mark.parametrize("name, ref, x", [
+    ("erf", sp.erf, np.array([-2.5, -0.4, 0.0, 0.7, 3.0])),
+    ("erfc", sp.erfc, np.array([-2.5, -0.4, 0.0, 0.7, 6.0])),
+    ("erfinv", sp.erfinv, np.array([-0.99, -0.3, 0.0, 0.5, 0.9])),
+    ("lgamma", sp.gammaln, np.array([-1.5, -0.3, 0.2, 1.0, 7.5])),
+    ("digamma", sp.digamma, np.array([-1.5, -0.3, 0.2, 1.0, 7.5])),
+    ("bessel_i0e", sp.i0e, np.array([-30.0, -1.0, 0.0, 0.5, 12.0])),
+    ("bessel_i1e", sp.i1e, np.array([-30.0, -1.0, 0.0, 0.5, 12.0])),
+])
+def test_values_match_scipy(name, ref, x):
+    np.testing.assert_allclose(getattr(s, name)(x), ref(x), rtol=1e-12, atol=1e-14)
+
+
+def test_edges_of_the_domains():
+    np.testing.assert_array_equal(s.erfinv(np.array([-1.0, 1.0])), [-np.inf, np.inf])
+    np.testing.assert_array_equal(s.erf(np.array([-np.inf, np.inf])), [-1.0, 1.0])
+    assert np.isinf(s.lgamma(np.array(0.0)))
+    np.testing.assert_allclose(s.erfc(np.array(10.0)), sp.erfc(10.0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+def test_polygamma_values_and_order_zero(n):
+    np.testing.assert_allclose(s.polygamma(n, X), sp.polygamma(n, X), rtol=1e-12)
+    if n == 0:
+        np.testing.assert_allclose(s.polygamma(0, X), s.digamma(X), rtol=1e-14)
+
+
+def test_zeta_values_and_broadcasting():
+    x = np.array([[1.5], [2.0], [4.0]])
+    q = np.array([0.5, 1.0, 2.5])
+    got = s.zeta(x, q)
+    assert got.shape == (3, 3)
+    np.testing.assert_allclose(got, sp.zeta(x, q), rtol=1e-12)
+
+
+def test_lgamma_chains_into_digamma_and_polygamma():
+    g = jax.vmap(jax.grad(s.lgamma))
+    np.testing.assert_allclose(g(X), sp.digamma(X), rtol=1e-12)
+    gg = jax.vmap(jax.grad(jax.grad(s.lgamma)))
+    np.testing.assert_allclose(gg(X), sp.polygamma(1, X), rtol=1e-12)
+    ggg = jax.vmap(jax.grad(jax.grad(jax.grad(s.lgamma))))
+    np.testing.assert_allclose(ggg(X), sp.polygamma(2, X), rtol=1e-10)
+    names = [n for n, _ in _primitives(jax.grad(s.lgamma), 1.5)]
+    assert "digamma" in names
+    params = [p for n, p in _primitives(jax.grad(s.digamma), 1.5) if n == "polygamma"]
+    assert params == [{"n": 1}]
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_polygamma_derivative_is_next_order(n):
+    g = jax.vmap(jax.grad(lambda x: s.polygamma(n, x)))
+    np.testing.assert_allclose(g(X), sp.polygamma(n + 1, X), rtol=1e-10)
+    params = [p for name, p in _primitives(jax.grad(lambda x: s.polygamma(n, x)), 1.5)
+              if name == "polygamma"]
+    assert {"n": n + 1} in params
+
+
+def test_erf_erfc_erfinv_derivatives():
+    x = np.array([-1.2, 0.0, 0.4, 2.0])
+    d_erf = 2 / math.sqrt(math.pi) * np.exp(-x**2)
+    np.testing.assert_allclose(jax.vmap(jax.grad(s.erf))(x), d_erf, rtol=1e-13)
+    np.testing.assert_allclose(jax.vmap(jax.grad(s.erfc))(x), -d_erf, rtol=1e-13)
+    y = np.array([-0.9, 0.0, 0.3, 0.75])
+    d_erfinv = math.sqrt(math.pi) / 2 * np.exp(sp.erfinv(y) ** 2)
+    np.testing.assert_allclose(jax.vmap(jax.grad(s.erfinv))(y), d_erfinv, rtol=1e-12)
+
+
+def _orders(f, x):
+    """f and its first three derivatives at the scalar x."""
+    out = [f]
+    for _ in range(3):
+        out.append(jax.grad(out[-1]))
+    return [float(g(x)) for g in out]
+
+
+def test_bessel_i1e_derivative_limit_at_zero_in_every_order():
+    for x in (0.0, -0.0, 1e-310, -1e-20):
+        vals = _orders(s.bessel_i1e, x)
+        assert all(np.isfinite(v) for v in vals), (x, vals)
+        assert vals[1] == pytest.approx(0.5, abs=1e-15)
+    fwd = jax.jacfwd(jax.jacfwd(jax.jacfwd(s.bessel_i1e)))(jnp.zeros(()))
+    assert np.isfinite(fwd)
+    # away from 0 the formula i0e - i1e (sign(x) + 1/x) is used
+    x = np.array([-2.0, 1e-3, 0.7, 5.0])
+    want = sp.i0e(x) - sp.i1e(x) * (np.sign(x) + 1 / x)
+    np.testing.assert_allclose(jax.vmap(jax.grad(s.bessel_i1e))(x), want, rtol=1e-12)
+
+
+def test_bessel_i0e_derivative():
+    assert _orders(s.bessel_i0e, 0.0)[1] == 0.0
+    assert all(np.isfinite(_orders(s.bessel_i0e, 0.0)))
+    x = np.array([-2.0, 0.3, 4.0])
+    want = sp.i1e(x) - np.sign(x) * sp.i0e(x)
+    np.testing.assert_allclose(jax.vmap(jax.grad(s.bessel_i0e))(x), want, rtol=1e-12)
+
+
+def test_zeta_derivative_in_q():
+    x, q = np.array([1.5, 2.0, 3.5]), np.array([0.5, 1.0, 2.5])
+    got = jax.vmap(jax.grad(s.zeta, argnums=1))(x, q)
+    np.testing.assert_allclose(got, -x * sp.zeta(x + 1, q), rtol=1e-12)
+    hess = jax.vmap(jax.grad(jax.grad(s.zeta, argnums=1), argnums=1))(x, q)
+    np.testing.assert_allclose(hess, x * (x + 1) * sp.zeta(x + 2, q), rtol=1e-10)
+
+
+@pytest.mark.parametrize("transform", [
+    lambda f: jax.grad(f, argnums=0),
+    lambda f: jax.jacfwd(f, argnums=0),
+    lambda f: jax.grad(f, argnums=(0, 1)),
+])
+def test_zeta_derivative_in_x_is_not_implemented(transform):
+    with pytest.raises(NotImplementedError, match=r"gradrules\.zeta.*respect to x"):
+        transform(s.zeta)(2.5, 1.5)
+    assert gradrules.get_op("zeta").not_implemented == ("x",)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_dtype_is_kept(dtype):
+    x = jnp.asarray(X, dtype)
+    for fn in (s.erf, s.erfc, s.lgamma, s.digamma, s.bessel_i0e, s.bessel_i1e):
+        assert fn(x).dtype == x.dtype
+    assert s.polygamma(2, x).dtype == x.dtype
+    assert s.zeta(x + 1, x).dtype == x.dtype
+    assert s.erfinv(x * 0.1).dtype == x.dtype
+
+
+@pytest.mark.parametrize("name", ["erf", "erfc", "erfinv", "lgamma", "digamma", "bessel_i0e",
+                                  "bessel_i1e"])
+def test_integer_and_complex_input_is_rejected(name):
+    fn = getattr(s, name)
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: argument x .*floating.*int32"):
+        fn(np.arange(3, dtype=np.int32))
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: argument x is complex"):
+        fn(np.ones(2, np.complex64))
+
+
+def test_polygamma_bad_order():
+    with pytest.raises(ValueError, match=r"gradrules\.polygamma: argument n .*non-negative.*-1"):
+        s.polygamma(-1, X)
+    for bad in (1.0, True, np.array(1), "1"):
+        with pytest.raises(TypeError, match=r"gradrules\.polygamma: argument n "):
+            s.polygamma(bad, X)
+    with pytest.raises(TypeError, match=r"gradrules\.polygamma: argument x .*int32"):
+        s.polygamma(1, np.arange(3, dtype=np.int32))
+
+
+def test_zeta_bad_input():
+    with pytest.raises(ValueError, match=r"gradrules\.zeta: .*x with shape \(2,\), q with "
+                                         r"shape \(3,\)"):
+        s.zeta(np.ones(2) * 2, np.ones(3))
+    with pytest.raises(TypeError, match=r"gradrules\.zeta: argument q .*int32"):
+        s.zeta(np.ones(2) * 2, np.ones(2, np.int32))
+    with pytest.raises(TypeError, match=r"gradrules\.zeta takes 2 arguments"):
+        s.zeta(np.ones(2))
