@@ -1,1 +1,396 @@
-"""Primitives of the linalg family. Linear algebra: matmul, mm, bmm, addmm, linear, einsum, fused_gemm_epilogue."""
+"""Linear algebra: matmul (and its forms mm, bmm, addmm, linear), einsum and
+fused_gemm_epilogue.
+
+``matmul_p`` and ``einsum_p`` are multilinear: their JVPs bind themselves on
+one tangent at a time and their transposes are again matmuls / einsums (see
+``gradrules/rules/linalg.py``). ``fused_gemm_epilogue_p`` is one primitive for
+``act(x @ y + bias)``; its JVP is written with matmul, add and the derivative
+of the activation.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .._jax import ShapedArray
+from ..core.meta import broadcast_shapes, check_dtype, op_name, same_dtype
+from ..core.primitive import define_primitive
+from ..core.registry import OpDef, register_op
+from ._elementwise import promote
+
+Array = jax.Array
+ArrayLike = jax.typing.ArrayLike
+FAMILY = "linalg"
+HIGHEST = lax.Precision.HIGHEST
+ACTIVATIONS = ("none", "relu", "gelu")
+
+
+# ------------------------------------------------------------------ matmul
+def matmul_shape(op: str, x: tuple[int, ...], y: tuple[int, ...], transpose_x: bool,
+                 transpose_y: bool) -> tuple[int, ...]:
+    """numpy matmul's result shape, the last two axes of an operand of rank
+    >= 2 swapped first where asked (a transpose flag of a 1-D operand is
+    ignored, as in Paddle). ValueError naming the shapes on a mismatch."""
+    if not x or not y:
+        raise ValueError(f"{op_name(op)}: operands must have rank >= 1, got x with shape "
+                         f"{tuple(x)} and y with shape {tuple(y)}")
+    xm = (1, x[0]) if len(x) == 1 else (x[-1], x[-2]) if transpose_x else tuple(x[-2:])
+    ym = (y[0], 1) if len(y) == 1 else (y[-1], y[-2]) if transpose_y else tuple(y[-2:])
+    if xm[1] != ym[0]:
+        raise ValueError(f"{op_name(op)}: inner dimensions do not match: x with shape "
+                         f"{tuple(x)} (transpose_x={transpose_x}) has {xm[1]} columns, y with "
+                         f"shape {tuple(y)} (transpose_y={transpose_y}) has {ym[0]} rows")
+    batch = broadcast_shapes(op, {"x batch dims": tuple(x[:-2]),
+                                  "y batch dims": tuple(y[:-2])})
+    return batch + (xm[0],) * (len(x) > 1) + (ym[1],) * (len(y) > 1)
+
+
+def _matmul_infer_meta(x: Any, y: Any, *, transpose_x: bool, transpose_y: bool) -> ShapedArray:
+    dtype = same_dtype("matmul", {"x": x, "y": y})
+    check_dtype("matmul", "x", dtype, "numeric")
+    shape = matmul_shape("matmul", x.shape, y.shape, transpose_x, transpose_y)
+    return ShapedArray(shape, dtype, weak_type=x.weak_type and y.weak_type)
+
+
+def _swap_last(a: Array, flag: bool) -> Array:
+    return jnp.swapaxes(a, -1, -2) if flag and a.ndim > 1 else a
+
+
+def _matmul_impl(x: Array, y: Array, *, transpose_x: bool, transpose_y: bool) -> Array:
+    return jnp.matmul(_swap_last(x, transpose_x), _swap_last(y, transpose_y), precision=HIGHEST,
+                      preferred_element_type=x.dtype)
+
+
+matmul_p = define_primitive("matmul", family=FAMILY, operands=("x", "y"),
+                            params=("transpose_x", "transpose_y"),
+                            infer_meta=_matmul_infer_meta, impl=_matmul_impl)
+
+
+def _flag(op: str, name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op_name(op)}: {name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def matmul(x: ArrayLike, y: ArrayLike, *, transpose_x: bool = False,
+           transpose_y: bool = False) -> Array:
+    """The matrix product ``op(x) @ op(y)`` with numpy's matmul semantics.
+
+    ``op`` swaps the last two axes where ``transpose_x`` / ``transpose_y`` is
+    set (ignored for a 1-D operand). A 1-D x is a row vector and a 1-D y a
+    column vector, their unit axis dropped from the result; leading (batch)
+    axes broadcast. Bilinear: the tangent is ``tx @ y + x @ ty``; the
+    transpose for x is ``ct @ op(y)^T`` and for y ``op(x)^T @ ct`` (swapped
+    back where the operand was transposed), summed over broadcast batch axes.
+    """
+    x, y = promote("matmul", {"x": x, "y": y}, "numeric")
+    return matmul_p.bind(x, y, transpose_x=_flag("matmul", "transpose_x", transpose_x),
+                         transpose_y=_flag("matmul", "transpose_y", transpose_y))
+
+
+def _require_rank(op: str, arrays: dict[str, Any], rank: int) -> None:
+    for name, a in arrays.items():
+        if np.ndim(a) != rank:
+            raise ValueError(f"{op_name(op)}: argument {name} must have rank {rank}, got "
+                             f"shape {np.shape(a)}")
+
+
+def mm(x: ArrayLike, y: ArrayLike) -> Array:
+    """``x @ y`` for matrices x [m, k] and y [k, n] (``matmul`` restricted to 2-D)."""
+    x, y = promote("mm", {"x": x, "y": y}, "numeric")
+    _require_rank("mm", {"x": x, "y": y}, 2)
+    return matmul_p.bind(x, y, transpose_x=False, transpose_y=False)
+
+
+def bmm(x: ArrayLike, y: ArrayLike) -> Array:
+    """Batched ``x @ y``: x [b, m, k], y [b, k, n] -> [b, m, n], no broadcasting."""
+    x, y = promote("bmm", {"x": x, "y": y}, "numeric")
+    _require_rank("bmm", {"x": x, "y": y}, 3)
+    if np.shape(x)[0] != np.shape(y)[0]:
+        raise ValueError(f"{op_name('bmm')}: batch sizes differ: x with shape {np.shape(x)}, "
+                         f"y with shape {np.shape(y)}")
+    return matmul_p.bind(x, y, transpose_x=False, transpose_y=False)
+
+
+def _number(op: str, name: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op_name(op)}: {name} must be a Python number, got {v!r}")
+    return float(v)
+
+
+def addmm(bias: ArrayLike, x: ArrayLike, y: ArrayLike, *, beta: float = 1.0,
+          alpha: float = 1.0) -> Array:
+    """``beta * bias + alpha * (x @ y)`` for matrices x [m, k], y [k, n] and a
+    bias broadcastable to [m, n] (torch.addmm).
+
+    Jointly linear in (bias, x) and in (bias, y); built from matmul, scale and
+    add, whose transposes give the reverse mode.
+    """
+    from .arithmetic import add, scale
+    bias, x, y = promote("addmm", {"bias": bias, "x": x, "y": y}, "float")
+    _require_rank("addmm", {"x": x, "y": y}, 2)
+    beta, alpha = _number("addmm", "beta", beta), _number("addmm", "alpha", alpha)
+    prod = matmul_p.bind(x, y, transpose_x=False, transpose_y=False)
+    if broadcast_shapes("addmm", {"bias": np.shape(bias), "x @ y": np.shape(prod)}
+                        ) != np.shape(prod):
+        raise ValueError(f"{op_name('addmm')}: bias with shape {np.shape(bias)} does not "
+                         f"broadcast to x @ y with shape {np.shape(prod)}")
+    if alpha != 1.0:
+        prod = scale(prod, scale=alpha)
+    return add(scale(bias, scale=beta) if beta != 1.0 else bias, prod)
+
+
+def linear(x: ArrayLike, w: ArrayLike, b: ArrayLike | None = None) -> Array:
+    """``x @ w + b`` with the weight laid out [in, out] (as jnp's ``x @ w``,
+    not torch's [out, in]); x is [..., in], b (optional) is [out].
+
+    Linear in (x, b) and in (w, b): matmul's transposes plus bias_add's, which
+    sums the cotangent over every axis but the last for b.
+    """
+    from .arithmetic import bias_add
+    x, w = promote("linear", {"x": x, "w": w}, "float")
+    if np.ndim(w) != 2 or np.ndim(x) < 1:
+        raise ValueError(f"{op_name('linear')}: w must be [in, out] and x [..., in]; got x "
+                         f"with shape {np.shape(x)} and w with shape {np.shape(w)}")
+    out = matmul_p.bind(x, w, transpose_x=False, transpose_y=False)
+    return out if b is None else bias_add(out, b)
+
+
+# ------------------------------------------------------------------ einsum
+def parse_equation(equation: str) -> tuple[list[str], str]:
+    """A normalised equation ``"ab,bc->ac"`` as (input terms, output term)."""
+    ins, out = equation.split("->")
+    return ins.split(","), out
+
+
+def fresh_letters(used: str, n: int) -> str:
+    """``n`` letters that do not occur in ``used``."""
+    free = [c for c in string.ascii_letters if c not in used]
+    if len(free) < n:
+        raise ValueError(f"{op_name('einsum')}: too many distinct indices (at most 52)")
+    return "".join(free[:n])
+
+
+def _einsum_infer_meta(*operands: Any, equation: str) -> ShapedArray:
+    ins, out = parse_equation(equation)
+    if len(ins) != len(operands):
+        raise ValueError(f"{op_name('einsum')}: equation {equation!r} names {len(ins)} "
+                         f"operands, got {len(operands)}")
+    dtype = same_dtype("einsum", {f"operand {i}": a for i, a in enumerate(operands)})
+    check_dtype("einsum", "operands", dtype, "numeric")
+    sizes = letter_sizes(equation, [a.shape for a in operands])
+    if len(set(out)) != len(out) or any(c not in sizes for c in out):
+        raise ValueError(f"{op_name('einsum')}: output {out!r} of {equation!r} must name "
+                         "distinct indices of the inputs")
+    return ShapedArray(tuple(sizes[c] for c in out), dtype,
+                       weak_type=all(a.weak_type for a in operands))
+
+
+def letter_sizes(equation: str, shapes: list[tuple[int, ...]]) -> dict[str, int]:
+    """The size of each index letter; ValueError naming the shapes on a clash."""
+    ins, _ = parse_equation(equation)
+    sizes: dict[str, int] = {}
+    for i, (term, shape) in enumerate(zip(ins, shapes)):
+        if len(term) != len(shape):
+            raise ValueError(f"{op_name('einsum')}: operand {i} has shape {tuple(shape)} but "
+                             f"{equation!r} gives it {len(term)} indices {term!r}")
+        for c, d in zip(term, shape):
+            if sizes.setdefault(c, d) != d:
+                desc = ", ".join(f"operand {j} with shape {tuple(s)}"
+                                 for j, s in enumerate(shapes))
+                raise ValueError(f"{op_name('einsum')}: index {c!r} of {equation!r} has sizes "
+                                 f"{sizes[c]} and {d}: {desc}")
+    return sizes
+
+
+def _einsum_impl(*operands: Array, equation: str) -> Array:
+    return jnp.einsum(equation, *operands, precision=HIGHEST,
+                      preferred_element_type=operands[0].dtype)
+
+
+einsum_p = define_primitive("einsum", family=FAMILY, operands=("*operands",),
+                            params=("equation",), infer_meta=_einsum_infer_meta,
+                            impl=_einsum_impl)
+
+
+def _normalize_equation(equation: str, shapes: list[tuple[int, ...]]
+                        ) -> tuple[list[str], str, str]:
+    """Explicit terms without ellipsis: (input terms, output, the letters
+    that stand in for the ellipsis axes)."""
+    eq = equation.replace(" ", "")
+    if eq.count("->") > 1:
+        raise ValueError(f"{op_name('einsum')}: malformed equation {equation!r}")
+    lhs, arrow, out = eq.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != len(shapes):
+        raise ValueError(f"{op_name('einsum')}: equation {equation!r} names {len(ins)} "
+                         f"operands, got {len(shapes)}")
+    for term in ins + [out]:
+        rest = term.replace("...", "", 1)
+        if not all(c in string.ascii_letters for c in rest):
+            raise ValueError(f"{op_name('einsum')}: bad subscripts {term!r} in {equation!r}")
+    ranks = []
+    for i, (term, shape) in enumerate(zip(ins, shapes)):
+        n = len(term.replace("...", ""))
+        e = len(shape) - n if "..." in term else 0
+        if e < 0 or ("..." not in term and len(shape) != n):
+            raise ValueError(f"{op_name('einsum')}: operand {i} has shape {tuple(shape)} but "
+                             f"{equation!r} gives it the subscripts {term!r}")
+        ranks.append(e)
+    ell = fresh_letters(eq, max(ranks, default=0))
+    terms = [t.replace("...", ell[len(ell) - e:]) for t, e in zip(ins, ranks)]
+    if not arrow:
+        counts = "".join(t.replace("...", "") for t in ins)
+        out = ell + "".join(sorted(c for c in set(counts) if counts.count(c) == 1))
+    else:
+        out = out.replace("...", ell)
+    return terms, out, ell
+
+
+def einsum(equation: str, *operands: ArrayLike) -> Array:
+    """Einstein summation ``jnp.einsum(equation, *operands)``.
+
+    Any equation: explicit (``"ij,jk->ik"``) or implicit (``"ij,jk"``: the
+    indices seen once, sorted), repeated indices within an operand
+    (diagonals ``"ii->i"``, traces ``"ii"``), ``...`` with numpy broadcasting.
+    Multilinear: the tangent is the sum over operands of the einsum with that
+    operand's tangent in its place; the transpose for an operand is the einsum
+    of the others and the cotangent (times identity matrices for repeated
+    indices, broadcast along indices only that operand has).
+    """
+    from .shape import reshape
+    if not isinstance(equation, str):
+        raise TypeError(f"{op_name('einsum')}: equation must be a string, got {equation!r}")
+    if not operands:
+        raise ValueError(f"{op_name('einsum')}: needs at least one operand")
+    ops = promote("einsum", {f"operand {i}": a for i, a in enumerate(operands)}, "numeric")
+    terms, out, ell = _normalize_equation(equation, [np.shape(a) for a in ops])
+    # ellipsis axes of size 1 broadcast against larger ones: drop them
+    ell_sizes: dict[str, int] = {}
+    for t, a in zip(terms, ops):
+        for c, d in zip(t, np.shape(a)):
+            if c in ell:
+                ell_sizes[c] = max(ell_sizes.get(c, 1), d)
+    for i, (t, a) in enumerate(zip(terms, ops)):
+        drop = [j for j, (c, d) in enumerate(zip(t, np.shape(a)))
+                if c in ell and d == 1 and ell_sizes[c] > 1]
+        if drop:
+            ops[i] = reshape(a, tuple(d for j, d in enumerate(np.shape(a)) if j not in drop))
+            terms[i] = "".join(c for j, c in enumerate(t) if j not in drop)
+    normalized = ",".join(terms) + "->" + out
+    letter_sizes(normalized, [np.shape(a) for a in ops])
+    if len(set(out)) != len(out) or any(c not in "".join(terms) for c in out):
+        raise ValueError(f"{op_name('einsum')}: output subscripts of {equation!r} must be "
+                         "distinct indices of the inputs")
+    return einsum_p.bind(*ops, equation=normalized)
+
+
+# ---------------------------------------------------- fused_gemm_epilogue
+def _fused_gemm_epilogue_infer_meta(x: Any, y: Any, bias: Any, *, trans_x: bool, trans_y: bool,
+                                    activation: str) -> ShapedArray:
+    op = "fused_gemm_epilogue"
+    dtype = same_dtype(op, {"x": x, "y": y, "bias": bias})
+    check_dtype(op, "x", dtype, "float")
+    if len(x.shape) < 2 or len(y.shape) < 2:
+        raise ValueError(f"{op_name(op)}: x and y must have rank >= 2, got x with shape "
+                         f"{tuple(x.shape)} and y with shape {tuple(y.shape)}")
+    shape = matmul_shape(op, x.shape, y.shape, trans_x, trans_y)
+    if len(bias.shape) < 1 or bias.shape[-1] != shape[-1]:
+        raise ValueError(f"{op_name(op)}: bias must have shape ({shape[-1]},) to add to x @ y "
+                         f"with shape {shape}; got bias with shape {tuple(bias.shape)}")
+    shape = broadcast_shapes(op, {"bias": bias.shape, "x @ y": shape})
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"{op_name(op)}: activation must be one of {ACTIVATIONS}, got "
+                         f"{activation!r}")
+    return ShapedArray(shape, dtype)
+
+
+def gelu_tanh(z: Array) -> Array:
+    """The tanh approximation of gelu used by the cuBLASLt epilogue."""
+    return jax.nn.gelu(z, approximate=True)
+
+
+def fused_gemm_epilogue_reference(x: Array, y: Array, bias: Array, *, trans_x: bool = False,
+                                  trans_y: bool = False, activation: str = "none") -> Array:
+    z = jnp.matmul(_swap_last(x, trans_x), _swap_last(y, trans_y), precision=HIGHEST) + bias
+    return {"none": lambda v: v, "relu": jax.nn.relu, "gelu": gelu_tanh}[activation](z)
+
+
+def _fused_gemm_epilogue_impl(x: Array, y: Array, bias: Array, *, trans_x: bool, trans_y: bool,
+                              activation: str) -> Array:
+    out = fused_gemm_epilogue_reference(x, y, bias, trans_x=trans_x, trans_y=trans_y,
+                                        activation=activation)
+    return out.astype(x.dtype)
+
+
+fused_gemm_epilogue_p = define_primitive(
+    "fused_gemm_epilogue", family=FAMILY, operands=("x", "y", "bias"),
+    params=("trans_x", "trans_y", "activation"), infer_meta=_fused_gemm_epilogue_infer_meta,
+    impl=_fused_gemm_epilogue_impl)
+
+
+def fused_gemm_epilogue(x: ArrayLike, y: ArrayLike, bias: ArrayLike, *, trans_x: bool = False,
+                        trans_y: bool = False, activation: str = "none") -> Array:
+    """``act(op(x) @ op(y) + bias)`` in one primitive (Paddle's fused_gemm_epilogue).
+
+    x is [..., m, k] (``trans_x``: [..., k, m]), y is [k, n] (``trans_y``:
+    [n, k]), bias is [n]; ``activation`` is "none", "relu" or "gelu" (the tanh
+    approximation, as the cuBLASLt epilogue). With ``z = op(x) @ op(y) + bias``
+    the tangent is ``act'(z) * (tx @ y + x @ ty + tb)`` with relu' = [z > 0]
+    and gelu' = 0.5 (1 + tanh u) + 0.5 z (1 - tanh^2 u) c (1 + 3 a z^2),
+    u = c (z + a z^3); every factor is a differentiable op, so all orders work.
+    """
+    op = "fused_gemm_epilogue"
+    x, y, bias = promote(op, {"x": x, "y": y, "bias": bias}, "float")
+    if np.ndim(y) != 2 or np.ndim(bias) != 1:
+        raise ValueError(f"{op_name(op)}: y must be 2-D and bias 1-D; got y with shape "
+                         f"{np.shape(y)} and bias with shape {np.shape(bias)}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"{op_name(op)}: activation must be one of {ACTIVATIONS}, got "
+                         f"{activation!r}")
+    return fused_gemm_epilogue_p.bind(x, y, bias, trans_x=_flag(op, "trans_x", trans_x),
+                                      trans_y=_flag(op, "trans_y", trans_y),
+                                      activation=activation)
+
+
+# ---------------------------------------------------------------- registry
+def _matmul_reference(x: Array, y: Array, *, transpose_x: bool = False,
+                      transpose_y: bool = False) -> Array:
+    return jnp.matmul(_swap_last(x, transpose_x), _swap_last(y, transpose_y), precision=HIGHEST)
+
+
+def _addmm_reference(bias: Array, x: Array, y: Array, *, beta: float = 1.0,
+                     alpha: float = 1.0) -> Array:
+    return beta * bias + alpha * jnp.matmul(x, y, precision=HIGHEST)
+
+
+def _linear_reference(x: Array, w: Array, b: Array | None = None) -> Array:
+    out = jnp.matmul(x, w, precision=HIGHEST)
+    return out if b is None else out + b
+
+
+def _einsum_reference(equation: str, *operands: Array) -> Array:
+    return jnp.einsum(equation, *operands, precision=HIGHEST)
+
+
+_XY = (("x",), ("y",))
+register_op(OpDef("matmul", FAMILY, matmul, (matmul_p,), _matmul_reference, ("x", "y"),
+                  linear=_XY, order=3))
+register_op(OpDef("mm", FAMILY, mm, (matmul_p,), _matmul_reference, ("x", "y"), linear=_XY))
+register_op(OpDef("bmm", FAMILY, bmm, (matmul_p,), _matmul_reference, ("x", "y"), linear=_XY))
+register_op(OpDef("addmm", FAMILY, addmm, (matmul_p,), _addmm_reference, ("bias", "x", "y"),
+                  linear=(("bias", "x"), ("bias", "y"))))
+register_op(OpDef("linear", FAMILY, linear, (matmul_p,), _linear_reference, ("x", "w", "b"),
+                  linear=(("x", "b"), ("w", "b"))))
+# einsum is multilinear, one operand at a time ("*operands": each on its own).
+register_op(OpDef("einsum", FAMILY, einsum, (einsum_p,), _einsum_reference,
+                  ("equation", "*operands"), linear=(("*operands",),)))
+register_op(OpDef("fused_gemm_epilogue", FAMILY, fused_gemm_epilogue, (fused_gemm_epilogue_p,),
+                  fused_gemm_epilogue_reference, ("x", "y", "bias")))

@@ -1,1 +1,279 @@
-"""Primitives of the pool family. Pooling: avg_pool2d, max_pool2d, adaptive_avg_pool2d."""
+"""Pooling: avg_pool2d, adaptive_avg_pool2d (linear, separable maps of the
+last two axes, see ``resample.separable_primitive``) and max_pool2d, which
+returns the values and the flat index (h * W + w) of each window's maximum.
+
+max_pool2d's tangent is the input tangent gathered at those indices
+(``window_gather_p``), whose transpose is a scatter-add into the input
+(``window_scatter_add_p``); the two are each other's transposes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .._jax import ShapedArray
+from ..core.meta import check_dtype, op_name
+from ..core.primitive import define_primitive
+from ..core.registry import OpDef, register_op
+from .resample import image_operand, int_pair, separable_primitive
+
+Array = jax.Array
+ArrayLike = jax.typing.ArrayLike
+FAMILY = "pool"
+WINDOW_PARAMS = ("kernel_size", "stride", "padding")
+INDEX_DTYPE = np.int32
+
+
+def window_out(n: int, k: int, s: int, p: int) -> int:
+    return (n + 2 * p - k) // s + 1
+
+
+def _window_params(op: str, shape: tuple[int, ...], kernel_size: Any, stride: Any,
+                   padding: Any) -> dict[str, tuple[int, int]]:
+    """torch's rules: stride defaults to the kernel, padding <= kernel / 2,
+    the kernel must fit in the padded input (ceil_mode=False)."""
+    k = int_pair(op, "kernel_size", kernel_size)
+    s = k if stride is None else int_pair(op, "stride", stride)
+    p = int_pair(op, "padding", padding, 0)
+    if any(2 * pi > ki for pi, ki in zip(p, k)):
+        raise ValueError(f"{op_name(op)}: padding {p} must be at most half of kernel_size {k}")
+    if any(ki > n + 2 * pi for ki, n, pi in zip(k, shape[-2:], p)):
+        raise ValueError(f"{op_name(op)}: kernel_size {k} is larger than the padded input: x "
+                         f"with shape {tuple(shape)}, padding {p}")
+    return {"kernel_size": k, "stride": s, "padding": p}
+
+
+# -------------------------------------------------------------- avg_pool2d
+def _avg_matrix(n: int, k: int, s: int, p: int) -> np.ndarray:
+    """Row i averages input pixels i s - p .. i s - p + k - 1 (padding counts
+    in the divisor k, torch's count_include_pad=True)."""
+    m = np.zeros((window_out(n, k, s, p), n))
+    for i in range(m.shape[0]):
+        lo = i * s - p
+        m[i, max(lo, 0):min(lo + k, n)] = 1.0 / k
+    return m
+
+
+def _avg_pool2d_matrices(h: int, w: int, *, kernel_size: tuple[int, int],
+                         stride: tuple[int, int], padding: tuple[int, int]
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    return (_avg_matrix(h, kernel_size[0], stride[0], padding[0]),
+            _avg_matrix(w, kernel_size[1], stride[1], padding[1]))
+
+
+avg_pool2d_p = separable_primitive("avg_pool2d", family=FAMILY, params=WINDOW_PARAMS,
+                                   matrices=_avg_pool2d_matrices)
+
+
+def avg_pool2d(x: ArrayLike, *, kernel_size: int | Sequence[int],
+               stride: int | Sequence[int] | None = None,
+               padding: int | Sequence[int] = 0) -> Array:
+    """Mean over kh x kw windows of an [N, C, H, W] image (torch's avg_pool2d:
+    zero padding counted in the divisor, floor output size).
+
+    Linear: ``out = A x B^T`` with A, B the 1-D window averages, so the
+    transpose spreads each cotangent evenly over its window (``A^T ct B``).
+    """
+    x = image_operand("avg_pool2d", x)
+    return avg_pool2d_p.bind(x, **_window_params("avg_pool2d", np.shape(x), kernel_size, stride,
+                                                 padding))
+
+
+# ----------------------------------------------------- adaptive_avg_pool2d
+def _adaptive_matrix(n: int, m: int) -> np.ndarray:
+    """Row i averages input pixels floor(i n / m) .. ceil((i + 1) n / m) - 1."""
+    a = np.zeros((m, n))
+    for i in range(m):
+        lo, hi = (i * n) // m, -(-((i + 1) * n) // m)
+        a[i, lo:hi] = 1.0 / (hi - lo)
+    return a
+
+
+def _adaptive_avg_pool2d_matrices(h: int, w: int, *, output_size: tuple[int, int]
+                                  ) -> tuple[np.ndarray, np.ndarray]:
+    return _adaptive_matrix(h, output_size[0]), _adaptive_matrix(w, output_size[1])
+
+
+adaptive_avg_pool2d_p = separable_primitive("adaptive_avg_pool2d", family=FAMILY,
+                                            params=("output_size",),
+                                            matrices=_adaptive_avg_pool2d_matrices)
+
+
+def _output_size(op: str, shape: tuple[int, ...], output_size: Any) -> tuple[int, int]:
+    sizes = (output_size,) * 2 if output_size is None or isinstance(
+        output_size, (int, np.integer)) else tuple(output_size)
+    if len(sizes) != 2:
+        raise ValueError(f"{op_name(op)}: output_size must be an int or a pair, got "
+                         f"{output_size!r}")
+    sizes = tuple(n if s is None else s for s, n in zip(sizes, shape[-2:]))
+    return int_pair(op, "output_size", sizes)
+
+
+def adaptive_avg_pool2d(x: ArrayLike, *, output_size: int | Sequence[int | None]) -> Array:
+    """Average pooling of an [N, C, H, W] image to ``output_size`` (torch's
+    adaptive_avg_pool2d; None keeps that axis): output row i averages input
+    rows floor(i H / oh) to ceil((i + 1) H / oh) - 1. Linear; the transpose
+    spreads each cotangent evenly over its window."""
+    x = image_operand("adaptive_avg_pool2d", x)
+    size = _output_size("adaptive_avg_pool2d", np.shape(x), output_size)
+    return adaptive_avg_pool2d_p.bind(x, output_size=size)
+
+
+# --------------------------------------------------------------- max_pool2d
+def window_indices(h: int, w: int, *, kernel_size: tuple[int, int], stride: tuple[int, int],
+                   padding: tuple[int, int]) -> np.ndarray:
+    """[oh, ow, kh * kw] flat input index (h * W + w) of each window element,
+    -1 for padding."""
+    (kh, kw), (sh, sw), (ph, pw) = kernel_size, stride, padding
+    rows = np.arange(window_out(h, kh, sh, ph))[:, None] * sh - ph + np.arange(kh)
+    cols = np.arange(window_out(w, kw, sw, pw))[:, None] * sw - pw + np.arange(kw)
+    r = rows[:, None, :, None]
+    c = cols[None, :, None, :]
+    idx = np.where((r >= 0) & (r < h) & (c >= 0) & (c < w), r * w + c, -1)
+    return idx.reshape(idx.shape[0], idx.shape[1], kh * kw)
+
+
+def _max_pool2d_infer_meta(x: Any, **params: Any) -> tuple[ShapedArray, ShapedArray]:
+    check_dtype("max_pool2d", "x", x.dtype, "float")
+    if len(x.shape) < 2:
+        raise ValueError(f"{op_name('max_pool2d')}: x must have rank >= 2, got shape {x.shape}")
+    oh, ow, _ = window_indices(*x.shape[-2:], **params).shape
+    shape = tuple(x.shape[:-2]) + (oh, ow)
+    return ShapedArray(shape, x.dtype), ShapedArray(shape, INDEX_DTYPE)
+
+
+def max_pool2d_windows(x: Array, **params: Any) -> tuple[Array, Array]:
+    """The [..., oh, ow, kh kw] windows of x (-inf for padding) and their
+    flat input indices."""
+    h, w = x.shape[-2:]
+    idx = window_indices(h, w, **params)
+    flat = x.reshape(*x.shape[:-2], h * w)
+    flat = jnp.concatenate([flat, jnp.full(flat.shape[:-1] + (1,), -jnp.inf, x.dtype)], -1)
+    return jnp.take(flat, np.where(idx < 0, h * w, idx), axis=-1), jnp.asarray(idx)
+
+
+def _argmax_indices(x: Array, **params: Any) -> tuple[Array, Array]:
+    """(values, flat input indices) of the first maximum of each window."""
+    windows, idx = max_pool2d_windows(x, **params)
+    arg = jnp.argmax(windows, axis=-1)[..., None]
+    values = jnp.take_along_axis(windows, arg, axis=-1)[..., 0]
+    index = jnp.take_along_axis(jnp.broadcast_to(idx, windows.shape), arg, axis=-1)[..., 0]
+    return values, index.astype(INDEX_DTYPE)
+
+
+def _max_pool2d_impl(x: Array, **params: Any) -> list[Array]:
+    return list(_argmax_indices(x, **params))
+
+
+max_pool2d_p = define_primitive("max_pool2d", family=FAMILY, operands=("x",),
+                                params=WINDOW_PARAMS, infer_meta=_max_pool2d_infer_meta,
+                                impl=_max_pool2d_impl, multiple_results=True)
+
+
+def max_pool2d(x: ArrayLike, *, kernel_size: int | Sequence[int],
+               stride: int | Sequence[int] | None = None,
+               padding: int | Sequence[int] = 0) -> tuple[Array, Array]:
+    """Max over kh x kw windows of an [N, C, H, W] image (padding never wins)
+    -> (values, indices), indices the int32 flat position h * W + w of the
+    maximum in its input plane (torch's return_indices; the first one on a tie).
+
+    The tangent of the values is the input tangent gathered at the indices,
+    so the gradient goes to the argmax only; the indices take no tangent.
+    """
+    x = image_operand("max_pool2d", x)
+    return tuple(max_pool2d_p.bind(x, **_window_params("max_pool2d", np.shape(x), kernel_size,
+                                                       stride, padding)))  # type: ignore
+
+
+# ----------------------------------------- window_gather / window_scatter_add
+def _gather_infer_meta(x: Any, index: Any) -> ShapedArray:
+    check_dtype("window_gather", "index", index.dtype, "int")
+    if len(x.shape) < 2 or tuple(x.shape[:-2]) != tuple(index.shape[:-2]):
+        raise ValueError(f"{op_name('window_gather')}: x [..., H, W] and index [..., oh, ow] "
+                         f"must share leading axes; got {tuple(x.shape)} and "
+                         f"{tuple(index.shape)}")
+    return ShapedArray(tuple(index.shape), x.dtype)
+
+
+def _gather_impl(x: Array, index: Array) -> Array:
+    lead, (h, w) = x.shape[:-2], x.shape[-2:]
+    n_out = index.shape[-2] * index.shape[-1]
+    flat = jnp.take_along_axis(x.reshape(*lead, h * w),
+                               index.reshape(*lead, n_out).astype(jnp.int32), axis=-1)
+    return flat.reshape(index.shape)
+
+
+window_gather_p = define_primitive("window_gather", family=FAMILY, operands=("x", "index"),
+                                   infer_meta=_gather_infer_meta, impl=_gather_impl)
+
+
+def _scatter_infer_meta(src: Any, index: Any, *, size: tuple[int, int]) -> ShapedArray:
+    check_dtype("window_scatter_add", "index", index.dtype, "int")
+    if tuple(src.shape) != tuple(index.shape):
+        raise ValueError(f"{op_name('window_scatter_add')}: src and index shapes differ: "
+                         f"{tuple(src.shape)} and {tuple(index.shape)}")
+    return ShapedArray(tuple(src.shape[:-2]) + tuple(size), src.dtype)
+
+
+def _scatter_impl(src: Array, index: Array, *, size: tuple[int, int]) -> Array:
+    lead = src.shape[:-2]
+    n = int(np.prod(lead, dtype=int))
+    m = src.shape[-2] * src.shape[-1]
+    flat_src, flat_idx = src.reshape(n, m), index.reshape(n, m).astype(jnp.int32)
+    out = jnp.zeros((n, size[0] * size[1]), src.dtype)
+    out = out.at[jnp.arange(n)[:, None], flat_idx].add(flat_src)
+    return out.reshape(*lead, *size)
+
+
+window_scatter_add_p = define_primitive("window_scatter_add", family=FAMILY,
+                                        operands=("src", "index"), params=("size",),
+                                        infer_meta=_scatter_infer_meta, impl=_scatter_impl)
+
+
+# ---------------------------------------------------------------- registry
+def _reference_params(x: Array, kernel_size: Any, stride: Any, padding: Any) -> tuple:
+    p = _window_params("reference", np.shape(x), kernel_size, stride, padding)
+    k, s, (ph, pw) = p["kernel_size"], p["stride"], p["padding"]
+    return (1, 1) + k, (1, 1) + s, ((0, 0), (0, 0), (ph, ph), (pw, pw))
+
+
+def _avg_pool2d_reference(x: Array, *, kernel_size: Any, stride: Any = None,
+                          padding: Any = 0) -> Array:
+    win, strides, pads = _reference_params(x, kernel_size, stride, padding)
+    total = lax.reduce_window(x, 0.0, lax.add, win, strides, pads)
+    return total / (win[2] * win[3])
+
+
+def _adaptive_avg_pool2d_reference(x: Array, *, output_size: Any) -> Array:
+    oh, ow = _output_size("reference", np.shape(x), output_size)
+    h, w = x.shape[-2:]
+    rows = [jnp.stack([jnp.mean(x[..., (i * h) // oh:-(-((i + 1) * h) // oh),
+                                  (j * w) // ow:-(-((j + 1) * w) // ow)], axis=(-2, -1))
+                       for j in range(ow)], -1) for i in range(oh)]
+    return jnp.stack(rows, -2)
+
+
+def _max_pool2d_reference(x: Array, *, kernel_size: Any, stride: Any = None,
+                          padding: Any = 0) -> tuple[Array, Array]:
+    """Values from lax.reduce_window (JAX's own max pool and its derivative);
+    indices from the argmax of the windows."""
+    win, strides, pads = _reference_params(x, kernel_size, stride, padding)
+    values = lax.reduce_window(x, -jnp.inf, lax.max, win, strides, pads)
+    p = _window_params("reference", np.shape(x), kernel_size, stride, padding)
+    return values, _argmax_indices(lax.stop_gradient(x), **p)[1]
+
+
+register_op(OpDef("avg_pool2d", FAMILY, avg_pool2d, (avg_pool2d_p,), _avg_pool2d_reference,
+                  ("x",), linear=(("x",),)))
+register_op(OpDef("adaptive_avg_pool2d", FAMILY, adaptive_avg_pool2d, (adaptive_avg_pool2d_p,),
+                  _adaptive_avg_pool2d_reference, ("x",), linear=(("x",),)))
+register_op(OpDef("max_pool2d", FAMILY, max_pool2d,
+                  (max_pool2d_p, window_gather_p, window_scatter_add_p),
+                  _max_pool2d_reference, ("x",)))

@@ -1,1 +1,471 @@
-"""Primitives of the resample family. Resampling: upsample2d, pixel_shuffle, pixel_unshuffle, unpatchify, grid_sample2d."""
+"""Resampling: upsample2d (nearest, bilinear), pixel_shuffle / pixel_unshuffle,
+unpatchify / patchify, grid_sample2d.
+
+Each primitive acts on the trailing image axes and takes any leading axes, so
+batching moves the batch axis in front and binds once. ``separable_primitive``
+makes the linear maps ``out = A x B^T`` of the last two axes (upsampling,
+adaptive and average pooling), whose transpose is the einsum with ``A^T`` and
+``B^T``: the exact adjoint.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from .._jax import Primitive, ShapedArray
+from ..core.meta import check_dtype, op_name, same_dtype
+from ..core.primitive import define_primitive
+from ..core.registry import OpDef, register_op
+from ._elementwise import promote
+
+Array = jax.Array
+ArrayLike = jax.typing.ArrayLike
+FAMILY = "resample"
+Matrices = Callable[..., tuple[np.ndarray, np.ndarray]]
+METHODS = ("nearest", "bilinear")
+
+
+# ---------------------------------------------------- separable linear maps
+SEPARABLE: dict[Primitive, Matrices] = {}   # primitive -> its matrices(h, w, **params)
+
+
+def separable_primitive(name: str, *, family: str, params: tuple[str, ...],
+                        matrices: Matrices) -> Primitive:
+    """A primitive ``out[..., i, j] = sum_hw A[i, h] B[j, w] x[..., h, w]``
+    with ``A, B = matrices(h, w, **params)`` (numpy, static; cached)."""
+    matrices = functools.lru_cache(maxsize=128)(matrices)
+
+    def infer_meta(x: Any, **kw: Any) -> ShapedArray:
+        check_dtype(name, "x", x.dtype, "float")
+        if len(x.shape) < 2:
+            raise ValueError(f"{op_name(name)}: x must have rank >= 2, got shape {x.shape}")
+        a, b = matrices(*x.shape[-2:], **kw)
+        return ShapedArray(tuple(x.shape[:-2]) + (a.shape[0], b.shape[0]), x.dtype)
+
+    def impl(x: Array, **kw: Any) -> Array:
+        a, b = matrices(*x.shape[-2:], **kw)
+        hi = jax.lax.Precision.HIGHEST
+        y = jnp.matmul(x, jnp.asarray(b.T, x.dtype), precision=hi)
+        return jnp.matmul(jnp.asarray(a, x.dtype), y, precision=hi)
+
+    infer_meta.__name__ = f"_{name}_infer_meta"
+    impl.__name__ = f"_{name}_impl"
+    prim = define_primitive(name, family=family, operands=("x",), params=params,
+                            infer_meta=infer_meta, impl=impl)
+    SEPARABLE[prim] = matrices
+    return prim
+
+
+def image_operand(op: str, x: ArrayLike, rank: int = 4) -> Array:
+    (x,) = promote(op, {"x": x}, "float")
+    if np.ndim(x) != rank:
+        raise ValueError(f"{op_name(op)}: x must be a {rank}-D [N, C, H, W] image, got shape "
+                         f"{np.shape(x)}")
+    return x
+
+
+def int_pair(op: str, name: str, v: Any, minimum: int = 1) -> tuple[int, int]:
+    """An int or a pair of ints (each >= ``minimum``) as a pair."""
+    vals = (v, v) if isinstance(v, (int, np.integer)) else tuple(v) if isinstance(
+        v, (tuple, list)) else (v,)
+    if len(vals) != 2 or any(isinstance(a, bool) or not isinstance(a, (int, np.integer))
+                             for a in vals):
+        raise TypeError(f"{op_name(op)}: {name} must be an int or a pair of ints, got {v!r}")
+    if min(vals) < minimum:
+        raise ValueError(f"{op_name(op)}: {name} must be >= {minimum}, got {v!r}")
+    return int(vals[0]), int(vals[1])
+
+
+# -------------------------------------------------------------- upsample2d
+def source_coords(n_in: int, n_out: int, ratio: float, method: str, align_corners: bool
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """torch's source of each output pixel: (i0, i1, lam), the output being
+    (1 - lam) in[i0] + lam in[i1]. Nearest: i0 = floor(i ratio), lam = 0;
+    bilinear: at (i + 0.5) ratio - 0.5 clamped at 0, or i (in - 1) / (out - 1)
+    with ``align_corners``."""
+    dst = np.arange(n_out, dtype=np.float64)
+    if method == "nearest":
+        i0 = np.minimum(np.floor(dst * ratio).astype(int), n_in - 1)
+        return i0, i0, np.zeros(n_out)
+    if align_corners:
+        src = dst * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    else:
+        src = np.maximum((dst + 0.5) * ratio - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(int), n_in - 1)
+    return i0, np.minimum(i0 + 1, n_in - 1), src - i0
+
+
+def _interp_matrix(n_in: int, n_out: int, ratio: float, method: str,
+                   align_corners: bool) -> np.ndarray:
+    """Row i: the weights output pixel i gives the input pixels."""
+    i0, i1, lam = source_coords(n_in, n_out, ratio, method, align_corners)
+    m = np.zeros((n_out, n_in))
+    np.add.at(m, (np.arange(n_out), i0), 1.0 - lam)
+    np.add.at(m, (np.arange(n_out), i1), lam)
+    return m
+
+
+def _upsample2d_matrices(h: int, w: int, *, size: tuple[int, int], ratio: tuple[float, float],
+                         method: str, align_corners: bool) -> tuple[np.ndarray, np.ndarray]:
+    return (_interp_matrix(h, size[0], ratio[0], method, align_corners),
+            _interp_matrix(w, size[1], ratio[1], method, align_corners))
+
+
+upsample2d_p = separable_primitive("upsample2d", family=FAMILY,
+                                   params=("size", "ratio", "method", "align_corners"),
+                                   matrices=_upsample2d_matrices)
+
+
+def _upsample_params(op: str, shape: tuple[int, ...], size: Any, scale_factor: Any,
+                     method: Any, align_corners: Any) -> dict[str, Any]:
+    if method not in METHODS:
+        raise ValueError(f"{op_name(op)}: method must be one of {METHODS}, got {method!r}")
+    if not isinstance(align_corners, bool):
+        raise TypeError(f"{op_name(op)}: align_corners must be a bool, got {align_corners!r}")
+    if align_corners and method == "nearest":
+        raise ValueError(f"{op_name(op)}: align_corners=True needs method='bilinear'")
+    if (size is None) == (scale_factor is None):
+        raise ValueError(f"{op_name(op)}: give exactly one of size and scale_factor, got "
+                         f"size={size!r}, scale_factor={scale_factor!r}")
+    h, w = shape[-2:]
+    if size is not None:
+        out = int_pair(op, "size", size)
+        ratio = (h / out[0], w / out[1])
+    else:
+        sf = (scale_factor,) * 2 if isinstance(scale_factor, (int, float)) else tuple(
+            scale_factor)
+        if len(sf) != 2 or any(isinstance(s, bool) or not isinstance(s, (int, float)) or s <= 0
+                               for s in sf):
+            raise ValueError(f"{op_name(op)}: scale_factor must be a positive number or pair, "
+                             f"got {scale_factor!r}")
+        out = (int(math.floor(h * sf[0])), int(math.floor(w * sf[1])))
+        if min(out) < 1:
+            raise ValueError(f"{op_name(op)}: scale_factor {scale_factor!r} leaves no output "
+                             f"for x with shape {shape}")
+        ratio = (1.0 / sf[0], 1.0 / sf[1])
+    return {"size": out, "ratio": (float(ratio[0]), float(ratio[1])), "method": method,
+            "align_corners": align_corners}
+
+
+def upsample2d(x: ArrayLike, *, size: int | Sequence[int] | None = None,
+               scale_factor: float | Sequence[float] | None = None, method: str = "nearest",
+               align_corners: bool = False) -> Array:
+    """Resize an [N, C, H, W] image to ``size`` or by ``scale_factor`` (torch's
+    interpolate for 'nearest' and 'bilinear', both ``align_corners`` modes).
+
+    Nearest takes input pixel floor(i * in / out) (in / out = 1 / scale_factor
+    when given); bilinear samples at (i + 0.5) in / out - 0.5 (clamped at 0),
+    or i (in - 1) / (out - 1) with ``align_corners``. Linear:
+    ``out = A x B^T`` with static interpolation matrices, so the tangent is
+    the same map and the transpose is ``A^T ct B``, the exact adjoint.
+    """
+    x = image_operand("upsample2d", x)
+    params = _upsample_params("upsample2d", np.shape(x), size, scale_factor, method,
+                              align_corners)
+    return upsample2d_p.bind(x, **params)
+
+
+# -------------------------------------------------- pixel_shuffle / unshuffle
+def _shuffle_meta(op: str, up: bool) -> Callable[..., ShapedArray]:
+    def infer_meta(x: Any, *, factor: int) -> ShapedArray:
+        check_dtype(op, "x", x.dtype, "any")
+        if len(x.shape) < 3:
+            raise ValueError(f"{op_name(op)}: x must have rank >= 3, got shape {x.shape}")
+        *lead, c, h, w = x.shape
+        if up and c % (factor * factor):
+            raise ValueError(f"{op_name(op)}: channels {c} of x with shape {x.shape} must be "
+                             f"divisible by upscale_factor**2 = {factor * factor}")
+        if not up and (h % factor or w % factor):
+            raise ValueError(f"{op_name(op)}: height and width of x with shape {x.shape} must "
+                             f"be divisible by downscale_factor={factor}")
+        shape = ((c // factor**2, h * factor, w * factor) if up
+                 else (c * factor**2, h // factor, w // factor))
+        return ShapedArray(tuple(lead) + shape, x.dtype, weak_type=x.weak_type)
+    infer_meta.__name__ = f"_{op}_infer_meta"
+    return infer_meta
+
+
+def _pixel_shuffle_impl(x: Array, *, factor: int) -> Array:
+    *lead, c, h, w = x.shape
+    r, n = factor, len(lead)
+    y = x.reshape(*lead, c // (r * r), r, r, h, w)
+    y = jnp.transpose(y, tuple(range(n)) + tuple(n + i for i in (0, 3, 1, 4, 2)))
+    return y.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def _pixel_unshuffle_impl(x: Array, *, factor: int) -> Array:
+    *lead, c, h, w = x.shape
+    r, n = factor, len(lead)
+    y = x.reshape(*lead, c, h // r, r, w // r, r)
+    y = jnp.transpose(y, tuple(range(n)) + tuple(n + i for i in (0, 2, 4, 1, 3)))
+    return y.reshape(*lead, c * r * r, h // r, w // r)
+
+
+pixel_shuffle_p = define_primitive("pixel_shuffle", family=FAMILY, operands=("x",),
+                                   params=("factor",),
+                                   infer_meta=_shuffle_meta("pixel_shuffle", True),
+                                   impl=_pixel_shuffle_impl)
+pixel_unshuffle_p = define_primitive("pixel_unshuffle", family=FAMILY, operands=("x",),
+                                     params=("factor",),
+                                     infer_meta=_shuffle_meta("pixel_unshuffle", False),
+                                     impl=_pixel_unshuffle_impl)
+
+
+def _factor(op: str, name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"{op_name(op)}: {name} must be a positive int, got {v!r}")
+    return int(v)
+
+
+def pixel_shuffle(x: ArrayLike, *, upscale_factor: int) -> Array:
+    """[..., C r^2, H, W] -> [..., C, H r, W r] (torch's pixel_shuffle):
+    ``out[c, h r + i, w r + j] = x[c r^2 + i r + j, h, w]``. A permutation,
+    so linear; its transpose is pixel_unshuffle."""
+    (x,) = promote("pixel_shuffle", {"x": x}, "any")
+    return pixel_shuffle_p.bind(x, factor=_factor("pixel_shuffle", "upscale_factor",
+                                                  upscale_factor))
+
+
+def pixel_unshuffle(x: ArrayLike, *, downscale_factor: int) -> Array:
+    """[..., C, H r, W r] -> [..., C r^2, H, W], the inverse of pixel_shuffle
+    (and its transpose)."""
+    (x,) = promote("pixel_unshuffle", {"x": x}, "any")
+    return pixel_unshuffle_p.bind(x, factor=_factor("pixel_unshuffle", "downscale_factor",
+                                                    downscale_factor))
+
+
+# ------------------------------------------------------ unpatchify / patchify
+PATCH_PARAMS = ("grid_h", "grid_w", "patch_size", "channels")
+
+
+def _unpatchify_infer_meta(x: Any, *, grid_h: int, grid_w: int, patch_size: int,
+                           channels: int) -> ShapedArray:
+    check_dtype("unpatchify", "tokens", x.dtype, "any")
+    p = patch_size
+    if len(x.shape) < 2 or tuple(x.shape[-2:]) != (grid_h * grid_w, p * p * channels):
+        raise ValueError(f"{op_name('unpatchify')}: tokens must be [..., grid_h * grid_w, "
+                         f"patch_size**2 * channels] = [..., {grid_h * grid_w}, "
+                         f"{p * p * channels}], got shape {tuple(x.shape)}")
+    return ShapedArray(tuple(x.shape[:-2]) + (channels, grid_h * p, grid_w * p), x.dtype,
+                       weak_type=x.weak_type)
+
+
+def _patchify_infer_meta(x: Any, *, grid_h: int, grid_w: int, patch_size: int,
+                         channels: int) -> ShapedArray:
+    check_dtype("patchify", "x", x.dtype, "any")
+    p = patch_size
+    if len(x.shape) < 3 or tuple(x.shape[-3:]) != (channels, grid_h * p, grid_w * p):
+        raise ValueError(f"{op_name('patchify')}: x must be [..., channels, grid_h * "
+                         f"patch_size, grid_w * patch_size] = [..., {channels}, {grid_h * p}, "
+                         f"{grid_w * p}], got shape {tuple(x.shape)}")
+    return ShapedArray(tuple(x.shape[:-3]) + (grid_h * grid_w, p * p * channels), x.dtype,
+                       weak_type=x.weak_type)
+
+
+def _unpatchify_impl(x: Array, *, grid_h: int, grid_w: int, patch_size: int,
+                     channels: int) -> Array:
+    lead, n, p = x.shape[:-2], x.ndim - 2, patch_size
+    y = x.reshape(*lead, grid_h, grid_w, p, p, channels)
+    y = jnp.transpose(y, tuple(range(n)) + tuple(n + i for i in (4, 0, 2, 1, 3)))
+    return y.reshape(*lead, channels, grid_h * p, grid_w * p)
+
+
+def _patchify_impl(x: Array, *, grid_h: int, grid_w: int, patch_size: int,
+                   channels: int) -> Array:
+    lead, n, p = x.shape[:-3], x.ndim - 3, patch_size
+    y = x.reshape(*lead, channels, grid_h, p, grid_w, p)
+    y = jnp.transpose(y, tuple(range(n)) + tuple(n + i for i in (1, 3, 2, 4, 0)))
+    return y.reshape(*lead, grid_h * grid_w, p * p * channels)
+
+
+unpatchify_p = define_primitive("unpatchify", family=FAMILY, operands=("tokens",),
+                                params=PATCH_PARAMS, infer_meta=_unpatchify_infer_meta,
+                                impl=_unpatchify_impl)
+patchify_p = define_primitive("patchify", family=FAMILY, operands=("x",), params=PATCH_PARAMS,
+                              infer_meta=_patchify_infer_meta, impl=_patchify_impl)
+
+
+def _patch_params(op: str, **kw: Any) -> dict[str, int]:
+    return {k: _factor(op, k, v) for k, v in kw.items()}
+
+
+def unpatchify(tokens: ArrayLike, *, grid_h: int, grid_w: int, patch_size: int,
+               channels: int) -> Array:
+    """Patch tokens [..., grid_h grid_w, p p C] -> image [..., C, grid_h p, grid_w p]
+    (the patch form of the trainer's pixel_shuffle; DiT's unpatchify): token
+    ``gy * grid_w + gx`` holds the patch at (gy, gx), laid out [p, p, C].
+    A permutation, so linear; its transpose is patchify."""
+    (tokens,) = promote("unpatchify", {"tokens": tokens}, "any")
+    return unpatchify_p.bind(tokens, **_patch_params("unpatchify", grid_h=grid_h, grid_w=grid_w,
+                                                     patch_size=patch_size, channels=channels))
+
+
+def patchify(x: ArrayLike, *, grid_h: int, grid_w: int, patch_size: int, channels: int) -> Array:
+    """Image [..., C, grid_h p, grid_w p] -> patch tokens [..., grid_h grid_w, p p C],
+    the inverse of unpatchify (and its transpose)."""
+    (x,) = promote("patchify", {"x": x}, "any")
+    return patchify_p.bind(x, **_patch_params("patchify", grid_h=grid_h, grid_w=grid_w,
+                                              patch_size=patch_size, channels=channels))
+
+
+# ------------------------------------------------------------ grid_sample2d
+def _grid_sample2d_infer_meta(x: Any, grid: Any, *, derivative: tuple[int, int],
+                              align_corners: bool) -> ShapedArray:
+    op = "grid_sample2d"
+    dtype = same_dtype(op, {"x": x, "grid": grid})
+    check_dtype(op, "x", dtype, "float")
+    if (len(x.shape) != 4 or len(grid.shape) != 4 or grid.shape[-1] != 2
+            or grid.shape[0] != x.shape[0]):
+        raise ValueError(f"{op_name(op)}: x must be [N, C, H, W] and grid [N, Ho, Wo, 2]; got x "
+                         f"with shape {tuple(x.shape)} and grid with shape {tuple(grid.shape)}")
+    n, c = x.shape[:2]
+    return ShapedArray((n, c) + tuple(grid.shape[1:3]), dtype)
+
+
+def _unnormalize(g: Array, size: int, align_corners: bool) -> tuple[Array, float]:
+    """Pixel coordinate of a normalised one, and d(pixel)/d(normalised)."""
+    if align_corners:
+        return (g + 1) * (size - 1) / 2, (size - 1) / 2
+    return ((g + 1) * size - 1) / 2, size / 2
+
+
+def grid_sample2d_reference(x: Array, grid: Array, *, derivative: tuple[int, int] = (0, 0),
+                            align_corners: bool = False) -> Array:
+    """Bilinear sampling with zero padding, in plain jax.numpy. ``derivative``
+    (a, b) replaces the x- (a = 1) / y- (b = 1) interpolation weights by their
+    derivative with respect to the normalised grid coordinate."""
+    n, c, h, w = x.shape
+    ix, sx = _unnormalize(grid[..., 0], w, align_corners)
+    iy, sy = _unnormalize(grid[..., 1], h, align_corners)
+    x0, y0 = jnp.floor(ix), jnp.floor(iy)
+    fx, fy = ix - x0, iy - y0
+    wx = ((1 - fx, fx) if derivative[0] == 0 else (-sx + 0 * fx, sx + 0 * fx))
+    wy = ((1 - fy, fy) if derivative[1] == 0 else (-sy + 0 * fy, sy + 0 * fy))
+    flat = x.reshape(n, c, h * w)
+    out = jnp.zeros((n, c) + grid.shape[1:3], x.dtype)
+    for dy in (0, 1):
+        for dx in (0, 1):
+            cx, cy = x0 + dx, y0 + dy
+            valid = (cx >= 0) & (cx <= w - 1) & (cy >= 0) & (cy <= h - 1)
+            idx = (jnp.clip(cy, 0, h - 1) * w + jnp.clip(cx, 0, w - 1)).astype(jnp.int32)
+            v = jnp.take_along_axis(flat, idx.reshape(n, 1, out.shape[2] * out.shape[3]),
+                                    axis=2).reshape(out.shape)
+            weight = jnp.where(valid, wx[dx] * wy[dy], 0)
+            out = out + v * weight[:, None]
+    return out.astype(x.dtype)
+
+
+grid_sample2d_p = define_primitive("grid_sample2d", family=FAMILY, operands=("x", "grid"),
+                                   params=("derivative", "align_corners"),
+                                   infer_meta=_grid_sample2d_infer_meta,
+                                   impl=grid_sample2d_reference)
+
+
+def _grid_sample2d_transpose_infer_meta(ct: Any, grid: Any, *, derivative: tuple[int, int],
+                                        align_corners: bool, size: tuple[int, int]
+                                        ) -> ShapedArray:
+    dtype = same_dtype("grid_sample2d", {"ct": ct, "grid": grid})
+    return ShapedArray(tuple(ct.shape[:2]) + tuple(size), dtype)
+
+
+def _grid_sample2d_transpose_impl(ct: Array, grid: Array, *, derivative: tuple[int, int],
+                                  align_corners: bool, size: tuple[int, int]) -> Array:
+    """The adjoint of grid_sample2d in x: scatter-add ct with the same weights."""
+    def sample(x: Array) -> Array:
+        return grid_sample2d_reference(x, grid, derivative=derivative,
+                                       align_corners=align_corners)
+    _, vjp = jax.vjp(sample, jnp.zeros(tuple(ct.shape[:2]) + tuple(size), ct.dtype))
+    return vjp(ct)[0]
+
+
+grid_sample2d_transpose_p = define_primitive(
+    "grid_sample2d_transpose", family=FAMILY, operands=("ct", "grid"),
+    params=("derivative", "align_corners", "size"),
+    infer_meta=_grid_sample2d_transpose_infer_meta, impl=_grid_sample2d_transpose_impl)
+
+
+def grid_sample2d(x: ArrayLike, grid: ArrayLike, *, align_corners: bool = False) -> Array:
+    """Sample the [N, C, H, W] image x at the points of grid [N, Ho, Wo, 2]
+    (normalised (x, y) in [-1, 1]), bilinear with zero padding (torch's
+    grid_sample; ``align_corners=False`` by default, as torch).
+
+    Linear in x: its transpose scatters the cotangent with the same bilinear
+    weights. The derivative in the grid is the same sampling with one
+    direction's weights (1 - f, f) replaced by their derivative (-s, s)
+    (s = d pixel / d grid): a ``derivative`` param of the primitive, whose
+    own derivative in that direction is 0 (the weights are piecewise linear).
+    """
+    op = "grid_sample2d"
+    x, grid = promote(op, {"x": x, "grid": grid}, "float")
+    if not isinstance(align_corners, bool):
+        raise TypeError(f"{op_name(op)}: align_corners must be a bool, got {align_corners!r}")
+    return grid_sample2d_p.bind(x, grid, derivative=(0, 0), align_corners=align_corners)
+
+
+# ---------------------------------------------------------------- registry
+def _upsample2d_reference(x: Array, *, size: Any = None, scale_factor: Any = None,
+                          method: str = "nearest", align_corners: bool = False) -> Array:
+    """Gathers and weighted sums of rows, then columns (no matrices)."""
+    p = _upsample_params("reference", np.shape(x), size, scale_factor, method, align_corners)
+    for axis, (n_out, ratio) in enumerate(zip(p["size"], p["ratio"])):
+        ax = x.ndim - 2 + axis
+        i0, i1, lam = source_coords(x.shape[ax], n_out, ratio, method, align_corners)
+        lam = jnp.asarray(lam, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1 - ax))
+        x = jnp.take(x, i0, axis=ax) * (1 - lam) + jnp.take(x, i1, axis=ax) * lam
+    return x
+
+
+def _pixel_shuffle_reference(x: Array, *, upscale_factor: int) -> Array:
+    n, c, h, w = x.shape
+    r = upscale_factor
+    return jnp.einsum("ncijhw->nchiwj", x.reshape(n, c // (r * r), r, r, h, w)).reshape(
+        n, c // (r * r), h * r, w * r)
+
+
+def _pixel_unshuffle_reference(x: Array, *, downscale_factor: int) -> Array:
+    n, c, h, w = x.shape
+    r = downscale_factor
+    return jnp.einsum("nchiwj->ncijhw", x.reshape(n, c, h // r, r, w // r, r)).reshape(
+        n, c * r * r, h // r, w // r)
+
+
+def _unpatchify_reference(tokens: Array, *, grid_h: int, grid_w: int, patch_size: int,
+                          channels: int) -> Array:
+    n, p = tokens.shape[0], patch_size
+    x = tokens.reshape(n, grid_h, grid_w, p, p, channels)
+    return jnp.einsum("nhwpqc->nchpwq", x).reshape(n, channels, grid_h * p, grid_w * p)
+
+
+def _patchify_reference(x: Array, *, grid_h: int, grid_w: int, patch_size: int,
+                        channels: int) -> Array:
+    n, p = x.shape[0], patch_size
+    y = x.reshape(n, channels, grid_h, p, grid_w, p)
+    return jnp.einsum("nchpwq->nhwpqc", y).reshape(n, grid_h * grid_w, p * p * channels)
+
+
+def _grid_sample2d_ref(x: Array, grid: Array, *, align_corners: bool = False) -> Array:
+    return grid_sample2d_reference(x, grid, align_corners=align_corners)
+
+
+_LIN = (("x",),)
+register_op(OpDef("upsample2d", FAMILY, upsample2d, (upsample2d_p,), _upsample2d_reference,
+                  ("x",), linear=_LIN))
+register_op(OpDef("pixel_shuffle", FAMILY, pixel_shuffle, (pixel_shuffle_p,),
+                  _pixel_shuffle_reference, ("x",), linear=_LIN))
+register_op(OpDef("pixel_unshuffle", FAMILY, pixel_unshuffle, (pixel_unshuffle_p,),
+                  _pixel_unshuffle_reference, ("x",), linear=_LIN))
+register_op(OpDef("unpatchify", FAMILY, unpatchify, (unpatchify_p,), _unpatchify_reference,
+                  ("tokens",), linear=(("tokens",),)))
+register_op(OpDef("patchify", FAMILY, patchify, (patchify_p,), _patchify_reference, ("x",),
+                  linear=_LIN))
+register_op(OpDef("grid_sample2d", FAMILY, grid_sample2d,
+                  (grid_sample2d_p, grid_sample2d_transpose_p), _grid_sample2d_ref,
+                  ("x", "grid"), linear=_LIN))

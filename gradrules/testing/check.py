@@ -304,10 +304,7 @@ def _check_transpose(case: _Case, rng: np.random.Generator) -> tuple[float, floa
     if case.op is None or not case.op.linear:
         raise _NotApplicable("not linear in any operand")
     e = 0.0
-    for group in case.op.linear:
-        idx = [i for i, n in enumerate(case.names) if n in group and _is_float(case.leaves[i])]
-        if not idx:
-            continue
+    for group, idx in _linear_groups(case):
 
         def f(*lin: Any, idx: list[int] = idx) -> list[Any]:
             leaves: list[Any] = list(case.leaves)
@@ -327,6 +324,24 @@ def _check_transpose(case: _Case, rng: np.random.Generator) -> tuple[float, floa
             raise _Mismatch(err, err, f"operands {group}: <A x, y> = {lhs:.12g}, "
                             f"<x, A^T y> = {rhs:.12g}")
     return e, e, "1e-10 rel"
+
+
+def _linear_groups(case: _Case) -> list[tuple[tuple[str, ...], list[int]]]:
+    """The leaf indices of each linearity group of the op. A group entry
+    ``"*name"`` (a variadic operand, e.g. einsum's) stands for each of its
+    leaves on its own: multilinear, one operand at a time."""
+    assert case.op is not None
+    out = []
+    for group in case.op.linear:
+        floats = [i for i, n in enumerate(case.names) if _is_float(case.leaves[i])]
+        joint = [i for i in floats if case.names[i] in group]
+        if joint:
+            out.append((group, joint))
+        for g in group:
+            if g.startswith("*"):
+                out += [((f"{g[1:]}[{k}]",), [i]) for k, i in
+                        enumerate(i for i in floats if case.names[i] == g[1:])]
+    return out
 
 
 def _batched(rng: np.random.Generator, leaf: np.ndarray, axis: int | None, size: int

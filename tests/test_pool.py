@@ -1,0 +1,103 @@
+"""pool: window semantics (padding in the divisor, floor sizes, adaptive
+windows), max_pool2d's indices and ties (the gradient goes to the first
+maximum only), forward and reverse mode agree, and bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gradrules.primitives.pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+
+RNG = np.random.default_rng(0)
+
+
+def test_avg_pool2d_counts_padding_in_the_divisor() -> None:
+    x = np.ones((1, 1, 3, 3))
+    out = avg_pool2d(x, kernel_size=3, stride=2, padding=1)
+    # corner windows see 4 of 9 ones, as torch's count_include_pad=True
+    np.testing.assert_allclose(out[0, 0], [[4 / 9, 4 / 9], [4 / 9, 4 / 9]], rtol=1e-12)
+
+
+def test_avg_pool2d_floor_output_and_adjoint() -> None:
+    x = RNG.standard_normal((2, 3, 8, 5))
+    out = avg_pool2d(x, kernel_size=(3, 2), stride=2)
+    assert out.shape == (2, 3, 3, 2)
+    np.testing.assert_allclose(out[1, 2, 1, 0], x[1, 2, 2:5, 0:2].mean(), rtol=1e-12)
+    # the transpose spreads each cotangent evenly; rows/cols left over get 0
+    (g,) = jax.linear_transpose(lambda a: avg_pool2d(a, kernel_size=(3, 2), stride=2), x)(
+        np.ones(out.shape))
+    assert g[0, 0, 7].sum() == 0 and g[0, 0, :, 4].sum() == 0
+    np.testing.assert_allclose(g[0, 0, 2, 0], 2 / 6, rtol=1e-12)   # rows 0-2 and 2-4 overlap
+
+
+def test_adaptive_avg_pool2d_windows() -> None:
+    x = RNG.standard_normal((1, 2, 5, 4))
+    out = adaptive_avg_pool2d(x, output_size=(3, 4))
+    np.testing.assert_allclose(out[0, 1, 1], x[0, 1, 1:4].mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(adaptive_avg_pool2d(x, output_size=(None, 1))[..., 0],
+                               x.mean(axis=3), rtol=1e-12)
+    np.testing.assert_allclose(adaptive_avg_pool2d(x, output_size=(5, 4)), x, rtol=1e-12)
+
+
+def test_max_pool2d_values_and_indices() -> None:
+    x = np.arange(25.0).reshape(1, 1, 5, 5)
+    values, indices = max_pool2d(x, kernel_size=3, stride=2, padding=1)
+    np.testing.assert_array_equal(values[0, 0], [[6, 8, 9], [16, 18, 19], [21, 23, 24]])
+    np.testing.assert_array_equal(indices[0, 0], [[6, 8, 9], [16, 18, 19], [21, 23, 24]])
+    assert indices.dtype == jnp.int32
+
+
+def test_max_pool2d_padding_never_wins() -> None:
+    x = -np.ones((1, 1, 2, 2)) * np.arange(1, 5).reshape(1, 1, 2, 2)
+    values, indices = max_pool2d(x, kernel_size=2, stride=1, padding=1)
+    assert np.all(np.isfinite(values)) and np.all(values < 0)
+    assert indices.min() >= 0
+
+
+def test_max_pool2d_ties_route_the_gradient_to_the_first_maximum() -> None:
+    x = np.ones((1, 1, 2, 4))
+    g = jax.grad(lambda a: jnp.sum(max_pool2d(a, kernel_size=2)[0]))(x)
+    np.testing.assert_array_equal(g[0, 0], [[1, 0, 1, 0], [0, 0, 0, 0]])
+    t = jax.jvp(lambda a: max_pool2d(a, kernel_size=2)[0], (x,),
+                (np.arange(8.0).reshape(x.shape),))[1]
+    np.testing.assert_array_equal(t[0, 0], [[0, 2]])
+
+
+def test_max_pool2d_overlapping_windows_accumulate() -> None:
+    x = np.zeros((1, 1, 3, 3))
+    x[0, 0, 1, 1] = 5.0
+    g = jax.grad(lambda a: jnp.sum(max_pool2d(a, kernel_size=2, stride=1)[0]))(x)
+    assert g[0, 0, 1, 1] == 4.0 and g.sum() == 4.0
+
+
+def test_max_pool2d_forward_and_reverse_agree() -> None:
+    x = RNG.standard_normal((2, 2, 5, 6))
+
+    def f(a):
+        return max_pool2d(a, kernel_size=(3, 2), stride=(2, 1), padding=(1, 0))[0]
+
+    np.testing.assert_allclose(jax.jacfwd(f)(x), jax.jacrev(f)(x), rtol=1e-12, atol=0)
+
+
+BAD = [
+    (avg_pool2d, {"kernel_size": 4}, (1, 1, 3, 3), ValueError,
+     r"gradrules.avg_pool2d: kernel_size \(4, 4\) is larger than the padded input"),
+    (avg_pool2d, {"kernel_size": 2, "padding": 2}, (1, 1, 5, 5), ValueError,
+     "at most half of kernel_size"),
+    (max_pool2d, {"kernel_size": (2, 6)}, (1, 1, 5, 5), ValueError,
+     r"gradrules.max_pool2d: kernel_size \(2, 6\) is larger"),
+    (max_pool2d, {"kernel_size": 2, "stride": 0}, (1, 1, 5, 5), ValueError, "stride must be >= 1"),
+    (max_pool2d, {"kernel_size": 2.0}, (1, 1, 5, 5), TypeError, "kernel_size must be an int"),
+    (avg_pool2d, {"kernel_size": 2}, (5, 5), ValueError, r"x must be a 4-D .* shape \(5, 5\)"),
+    (adaptive_avg_pool2d, {"output_size": 0}, (1, 1, 5, 5), ValueError,
+     "output_size must be >= 1"),
+    (adaptive_avg_pool2d, {"output_size": (1, 2, 3)}, (1, 1, 5, 5), ValueError,
+     "output_size must be an int or a pair"),
+]
+
+
+@pytest.mark.parametrize("fn, kw, shape, exc, match", BAD)
+def test_bad_input(fn, kw, shape, exc, match) -> None:
+    with pytest.raises(exc, match=match):
+        jax.eval_shape(lambda x: fn(x, **kw), np.zeros(shape))
