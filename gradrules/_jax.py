@@ -26,7 +26,7 @@ from jax.extend.core import ClosedJaxpr, Jaxpr, Primitive
 
 __all__ = [
     "ClosedJaxpr", "Jaxpr", "Primitive", "ShapedArray", "UndefinedPrimal", "Zero",
-    "float0", "instantiate", "is_undefined_primal", "is_zero", "iter_eqns",
+    "float0", "is_undefined_primal", "is_zero", "iter_eqns",
     "jaxpr_primitives", "new_primitive", "register_batch", "register_jvp",
     "register_lowering", "register_transpose", "zero_tangent",
 ]
@@ -131,14 +131,6 @@ def aval_of(x: Any) -> ShapedArray:
     if isinstance(x, ShapedArray):
         return x
     return _typeof(x)
-
-
-def instantiate(t: Any, like: Any) -> Any:
-    """Turn a symbolic zero into an array of zeros shaped like ``like``."""
-    if is_zero(t):
-        aval = aval_of(like)
-        return jax.numpy.zeros(aval.shape, aval.dtype)
-    return t
 
 
 def iter_eqns(jaxpr: Jaxpr | ClosedJaxpr) -> Iterator[Any]:

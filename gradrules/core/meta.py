@@ -90,7 +90,13 @@ def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
     """``None | int | tuple`` -> sorted tuple of non-negative axes, no repeats."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if isinstance(axis, (int, np.integer)):
+        axes: tuple[Any, ...] = (axis,)
+    elif isinstance(axis, (tuple, list)):
+        axes = tuple(axis)
+    else:
+        raise TypeError(f"{op_name(op)}: axis must be None, an int or a tuple of ints, "
+                        f"got {axis!r}")
     out = tuple(sorted(normalize_axis(op, a, ndim) for a in axes))
     if len(set(out)) != len(out):
         raise ValueError(f"{op_name(op)}: repeated axis in {axis!r}")

@@ -127,7 +127,8 @@ def _zero_aware_transpose(prim: _jax.Primitive, rule: Callable[..., Any]) -> Cal
             if all(_jax.is_zero(c) for c in ct):
                 return [_jax.Zero(o.aval.to_ct_aval()) if _jax.is_undefined_primal(o) else None
                         for o in operands]
-            ct = [_jax.instantiate(c, c.aval) if type(c) is _jax.Zero else c for c in ct]
+            from ..rules._common import zeros   # catalog zeros, not lax's
+            ct = [zeros(c.aval.shape, c.aval.dtype) if type(c) is _jax.Zero else c for c in ct]
         elif type(ct) is _jax.Zero:
             return [_jax.Zero(o.aval.to_ct_aval()) if _jax.is_undefined_primal(o) else None
                     for o in operands]

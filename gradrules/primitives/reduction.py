@@ -1,9 +1,15 @@
-"""Reductions. ``sum`` lives here from the start: the transposes of every
-broadcasting op reduce with it."""
+"""Reductions over ``axis=None | int | tuple`` with ``keepdims``: sum, mean,
+prod, max (alias amax), min (alias amin), var, std, var_mean, logsumexp.
+
+``sum`` lives here from the start: the transposes of every broadcasting op
+reduce with it. Every reduction primitive takes the params ``axes`` (a sorted
+tuple of non-negative axes) and ``keepdims``, shares ``reduction_meta`` and is
+batched by ``rules.reduction.reduction_batch``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -11,8 +17,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .._jax import ShapedArray
-from ..core.meta import check_dtype, normalize_axes
+from .._jax import Primitive, ShapedArray
+from ..core.meta import check_dtype, normalize_axes, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 
@@ -29,13 +35,31 @@ def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
-def reduction_meta(op: str, kind: str) -> Any:
-    """infer_meta of a reduction over ``axes`` with ``keepdims``."""
-    def infer_meta(x: Any, *, axes: tuple[int, ...], keepdims: bool) -> ShapedArray:
+def reduced_size(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    """How many elements each output element reduces over."""
+    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+
+
+def reduction_meta(op: str, kind: str, *, dtype_param: str | None = None,
+                   nonempty: bool = False) -> Any:
+    """infer_meta of a reduction over ``axes`` with ``keepdims``.
+
+    The result has x's dtype, or the one the param named ``dtype_param`` gives
+    (argmax's ``index_dtype``); ``nonempty`` rejects a size-0 reduced axis
+    (reductions without an identity: max, min, argmax). Other params of the
+    primitive are accepted and ignored.
+    """
+    def infer_meta(x: Any, *, axes: tuple[int, ...], keepdims: bool, **params: Any
+                   ) -> ShapedArray:
         check_dtype(op, "x", x.dtype, kind)
         normalize_axes(op, axes, len(x.shape))
-        return ShapedArray(reduced_shape(x.shape, axes, keepdims), x.dtype,
-                           weak_type=x.weak_type)
+        if nonempty and any(x.shape[a] == 0 for a in axes):
+            raise ValueError(f"{op_name(op)}: cannot reduce x with shape {tuple(x.shape)} over "
+                             f"a size-0 axis (axes {axes}): the reduction has no identity")
+        dtype = None if dtype_param is None else params[dtype_param]
+        return ShapedArray(reduced_shape(x.shape, axes, keepdims),
+                           x.dtype if dtype is None else np.dtype(dtype),
+                           weak_type=x.weak_type and dtype is None)
     infer_meta.__name__ = f"_{op}_infer_meta"
     return infer_meta
 
@@ -46,9 +70,38 @@ def reduction_args(op: str, x: Any, axis: Axis, keepdims: bool, kind: str) -> tu
     (x,) = promote(op, {"x": x}, kind)
     if not isinstance(keepdims, bool):
         raise TypeError(f"gradrules.{op}: keepdims must be a bool, got {keepdims!r}")
+    if axis is not None and not isinstance(axis, (int, np.integer, tuple, list)):
+        raise TypeError(f"gradrules.{op}: axis must be None, an int or a tuple of ints, "
+                        f"got {axis!r}")
     return x, {"axes": normalize_axes(op, axis, np.ndim(x)), "keepdims": keepdims}
 
 
+def _reduction_op(prim: Primitive, kind: str, doc: str) -> Callable[..., Array]:
+    """The public function ``f(x, *, axis=None, keepdims=False)`` of a
+    reduction primitive without other params."""
+    name = prim.name
+
+    def fn(x: ArrayLike, *, axis: Axis = None, keepdims: bool = False) -> Array:
+        x, params = reduction_args(name, x, axis, keepdims, kind)
+        return prim.bind(x, **params)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+def _reduction_reference(fn: Callable[..., Array]) -> Callable[..., Array]:
+    def reference(x: ArrayLike, *, axis: Axis = None, keepdims: bool = False) -> Array:
+        return fn(x, axis=axis, keepdims=keepdims)
+    reference.__name__ = f"reference_{getattr(fn, '__name__', 'reduction')}"
+    return reference
+
+
+def _register(fn: Callable[..., Array], prims: tuple[Primitive, ...],
+              reference: Callable[..., Any], **kw: Any) -> OpDef:
+    return register_op(OpDef(fn.__name__, FAMILY, fn, prims, reference, ("x",), **kw))
+
+
+# -------------------------------------------------------------------- sum
 sum_p = define_primitive("sum", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
                          infer_meta=reduction_meta("sum", "numeric"),
                          impl=lambda x, *, axes, keepdims: jnp.sum(x, axes, dtype=x.dtype, keepdims=keepdims))
@@ -64,3 +117,199 @@ def sum(x: ArrayLike, *, axis: Axis = None, keepdims: bool = False) -> Array:  #
 register_op(OpDef("sum", FAMILY, sum, (sum_p,),
                   lambda x, *, axis=None, keepdims=False: jnp.sum(x, axis, keepdims=keepdims),
                   ("x",), linear=(("x",),)))
+
+
+# ------------------------------------------------------------------- mean
+def _mean_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
+    return jnp.mean(x, axes, dtype=x.dtype, keepdims=keepdims)
+
+
+mean_p = define_primitive("mean", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
+                          infer_meta=reduction_meta("mean", "float"), impl=_mean_impl)
+mean = _reduction_op(mean_p, "float", """``sum_{i in axis} x_i / n``, n the number of
+reduced elements (NaN over a size-0 axis, as jax.numpy).
+
+Linear: tangent mean(t); the transpose broadcasts ct / n back over the
+reduced axes.""")
+
+
+# ------------------------------------------------------------------- prod
+def _prod_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
+    return jnp.prod(x, axes, dtype=x.dtype, keepdims=keepdims)
+
+
+prod_p = define_primitive("prod", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
+                          infer_meta=reduction_meta("prod", "numeric"), impl=_prod_impl)
+prod = _reduction_op(prod_p, "numeric", """``prod_{i in axis} x_i`` (1 over a size-0 axis).
+
+d out / d x_i = prod_{j != i} x_j, the product of the others, computed as the
+product of exclusive prefix and suffix products (``cumprod(exclusive=True)``)
+and never as out / x_i: it is finite and exact where x has zeros, at every
+derivative order.""")
+
+
+# ------------------------------------------------------------- max / min
+def _max_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
+    return jnp.max(x, axes, keepdims=keepdims)
+
+
+def _min_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
+    return jnp.min(x, axes, keepdims=keepdims)
+
+
+max_p = define_primitive("max", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
+                         infer_meta=reduction_meta("max", "numeric", nonempty=True),
+                         impl=_max_impl)
+min_p = define_primitive("min", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
+                         infer_meta=reduction_meta("min", "numeric", nonempty=True),
+                         impl=_min_impl)
+max = _reduction_op(max_p, "numeric", """``max_{i in axis} x_i`` (alias ``amax``); a size-0
+reduced axis is an error.
+
+d out / d x_i = [x_i == out] / count, count = sum [x_j == out]: ties share the
+gradient evenly (as Paddle's amax and the core IR).""")
+min = _reduction_op(min_p, "numeric", """``min_{i in axis} x_i`` (alias ``amin``); a size-0
+reduced axis is an error.
+
+d out / d x_i = [x_i == out] / count: ties share the gradient evenly.""")
+amax = max
+amin = min
+
+
+# ----------------------------------------------------------- var / std
+def correction_param(op: str, correction: Any) -> float:
+    """Validate ``correction`` (the ddof): a finite number >= 0."""
+    if isinstance(correction, bool) or not isinstance(
+            correction, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op_name(op)}: correction must be a number, got {correction!r}")
+    if not np.isfinite(correction) or correction < 0:
+        raise ValueError(f"{op_name(op)}: correction must be finite and >= 0, "
+                         f"got {correction!r}")
+    return float(correction)
+
+
+def _moment_meta(op: str, outputs: int) -> Any:
+    meta = reduction_meta(op, "float")
+
+    def infer_meta(x: Any, *, axes: tuple[int, ...], correction: float, keepdims: bool
+                   ) -> Any:
+        out = meta(x, axes=axes, keepdims=keepdims)
+        return out if outputs == 1 else (out,) * outputs
+    infer_meta.__name__ = f"_{op}_infer_meta"
+    return infer_meta
+
+
+def _shifted(x: Array, axes: tuple[int, ...]) -> Array:
+    """x minus its first element along ``axes``: the variance is unchanged,
+    and it is exactly 0 for a constant slice (where x - mean(x) is not, as the
+    mean rounds), so that std's derivative guard sees a true 0."""
+    first = x[tuple(slice(0, 1) if i in axes else slice(None) for i in range(x.ndim))]
+    return x - first
+
+
+def _var_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool) -> Array:
+    return jnp.var(_shifted(x, axes), axes, keepdims=keepdims, correction=correction)
+
+
+def _std_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool) -> Array:
+    return jnp.std(_shifted(x, axes), axes, keepdims=keepdims, correction=correction)
+
+
+def _var_mean_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool
+                   ) -> list[Array]:
+    return [_var_impl(x, axes=axes, correction=correction, keepdims=keepdims),
+            _mean_impl(x, axes=axes, keepdims=keepdims)]
+
+
+_MOMENT_PARAMS = ("axes", "correction", "keepdims")
+var_p = define_primitive("var", family=FAMILY, operands=("x",), params=_MOMENT_PARAMS,
+                         infer_meta=_moment_meta("var", 1), impl=_var_impl)
+std_p = define_primitive("std", family=FAMILY, operands=("x",), params=_MOMENT_PARAMS,
+                         infer_meta=_moment_meta("std", 1), impl=_std_impl)
+var_mean_p = define_primitive("var_mean", family=FAMILY, operands=("x",),
+                              params=_MOMENT_PARAMS, infer_meta=_moment_meta("var_mean", 2),
+                              impl=_var_mean_impl, multiple_results=True)
+
+
+def _moment_args(op: str, x: Any, axis: Axis, correction: Any, keepdims: bool
+                 ) -> tuple[Any, dict]:
+    x, params = reduction_args(op, x, axis, keepdims, "float")
+    return x, {**params, "correction": correction_param(op, correction)}
+
+
+def var(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
+        keepdims: bool = False) -> Array:
+    """``sum_{i in axis} (x_i - mean)**2 / (n - correction)`` (the unbiased
+    estimate by default; ``correction=0`` the population variance). With
+    n <= correction the result is inf or NaN, as in jax.numpy.
+
+    d var / d x_i = 2 (x_i - mean) / (n - correction).
+    """
+    x, params = _moment_args("var", x, axis, correction, keepdims)
+    return var_p.bind(x, **params)
+
+
+def std(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
+        keepdims: bool = False) -> Array:
+    """``sqrt(var(x, axis, correction))``.
+
+    d std / d x_i = (x_i - mean) / ((n - correction) std); where the variance
+    is 0 the derivative is 0 (not 0 / 0), and so are all higher derivatives.
+    """
+    x, params = _moment_args("std", x, axis, correction, keepdims)
+    return std_p.bind(x, **params)
+
+
+def var_mean(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
+             keepdims: bool = False) -> tuple[Array, Array]:
+    """``(var(x, ...), mean(x, ...))`` in one primitive; the derivatives are
+    those of var and mean."""
+    x, params = _moment_args("var_mean", x, axis, correction, keepdims)
+    v, m = var_mean_p.bind(x, **params)
+    return v, m
+
+
+# -------------------------------------------------------------- logsumexp
+def _logsumexp_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
+    m = jnp.max(x, axes, keepdims=True, initial=-jnp.inf)
+    m = jnp.where(jnp.isfinite(m), m, jnp.zeros_like(m))
+    s = jnp.sum(jnp.exp(x - m), axes, keepdims=True, dtype=x.dtype)
+    out = jnp.log(s) + m
+    return out if keepdims else jnp.squeeze(out, axes)
+
+
+logsumexp_p = define_primitive("logsumexp", family=FAMILY, operands=("x",),
+                               params=("axes", "keepdims"),
+                               infer_meta=reduction_meta("logsumexp", "float"),
+                               impl=_logsumexp_impl)
+logsumexp = _reduction_op(logsumexp_p, "float", """``log sum_{i in axis} exp(x_i)``,
+computed with the maximum subtracted (-inf over a size-0 axis).
+
+d out / d x_i = exp(x_i - out) (the softmax). A slice that is all -inf gives
+-inf with derivative 0 (not NaN), at every order.""")
+
+
+def _var_reference(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
+                   keepdims: bool = False) -> Array:
+    return jnp.var(x, axis, keepdims=keepdims, correction=correction)
+
+
+def _std_reference(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
+                   keepdims: bool = False) -> Array:
+    return jnp.std(x, axis, keepdims=keepdims, correction=correction)
+
+
+def _var_mean_reference(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
+                        keepdims: bool = False) -> tuple[Array, Array]:
+    return (_var_reference(x, axis=axis, correction=correction, keepdims=keepdims),
+            jnp.mean(x, axis, keepdims=keepdims))
+
+
+_register(mean, (mean_p,), _reduction_reference(jnp.mean), linear=(("x",),))
+_register(prod, (prod_p,), _reduction_reference(jnp.prod))
+_register(max, (max_p,), _reduction_reference(jnp.max), aliases=("amax",))
+_register(min, (min_p,), _reduction_reference(jnp.min), aliases=("amin",))
+_register(var, (var_p,), _var_reference)
+_register(std, (std_p,), _std_reference)
+_register(var_mean, (var_mean_p,), _var_mean_reference)
+_register(logsumexp, (logsumexp_p,), _reduction_reference(jax.nn.logsumexp))

@@ -1,1 +1,220 @@
-"""Primitives of the scan family. Scans: cumsum, cumprod, cummax."""
+"""Scans along one axis: cumsum, cumprod, cummax, and the helper
+``linear_recurrence`` that the derivatives of cumprod (and so of prod) are
+made of.
+
+Every scan primitive takes the params ``axis`` (a non-negative int) and
+``reverse`` (scan from the last element to the first) and keeps the shape of
+its operand; ``rules.scan.axis_batch`` batches them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .._jax import Primitive, ShapedArray
+from ..core.meta import check_dtype, normalize_axis, op_name, same_dtype
+from ..core.primitive import define_primitive
+from ..core.registry import OpDef, register_op
+
+Array = jax.Array
+ArrayLike = jax.typing.ArrayLike
+FAMILY = "scan"
+
+
+def check_axis_meta(op: str, shape: tuple[int, ...], axis: int, arg: str = "x") -> None:
+    """infer_meta's check of an ``axis`` param: an axis of an array of rank >= 1."""
+    if not shape:
+        raise ValueError(f"{op_name(op)}: {arg} must have at least one axis, got a scalar")
+    if not 0 <= axis < len(shape):
+        raise ValueError(f"{op_name(op)}: axis={axis} is out of range for {arg} with shape "
+                         f"{tuple(shape)}")
+
+
+def axis_args(op: str, x: Any, axis: Any, kind: str, arg: str = "x", **flags: Any
+              ) -> tuple[Any, int]:
+    """Validate a call along one axis: the array ``arg`` (rank >= 1, dtype of
+    ``kind``), the axis (normalized) and the bool ``flags``."""
+    from ._elementwise import promote
+    (x,) = promote(op, {arg: x}, kind)
+    check_axis_meta(op, np.shape(x), 0, arg)
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise TypeError(f"{op_name(op)}: {name} must be a bool, got {value!r}")
+    return x, normalize_axis(op, axis, np.ndim(x))
+
+
+def _scan_meta(op: str, kind: str) -> Any:
+    def infer_meta(x: Any, *, axis: int, reverse: bool, **params: Any) -> ShapedArray:
+        check_dtype(op, "x", x.dtype, kind)
+        check_axis_meta(op, x.shape, axis)
+        return ShapedArray(x.shape, x.dtype, weak_type=x.weak_type)
+    infer_meta.__name__ = f"_{op}_infer_meta"
+    return infer_meta
+
+
+def _shift_in(y: Array, axis: int, reverse: bool, fill: Any) -> Array:
+    """``y`` moved one step along the scan (``fill`` enters at the start):
+    the exclusive scan from the inclusive one."""
+    n = y.shape[axis]
+    if n == 0:
+        return y
+    edge = jnp.full(y.shape[:axis] + (1,) + y.shape[axis + 1:], fill, y.dtype)
+    if reverse:
+        return jnp.concatenate([lax.slice_in_dim(y, 1, n, axis=axis), edge], axis)
+    return jnp.concatenate([edge, lax.slice_in_dim(y, 0, n - 1, axis=axis)], axis)
+
+
+# --------------------------------------------------------- cumsum / cummax
+def _scan_op(name: str, impl: Callable[..., Array], doc: str
+             ) -> tuple[Primitive, Callable[..., Array]]:
+    """A scan primitive with the params (axis, reverse) and its public
+    function ``f(x, *, axis, reverse=False)``."""
+    prim = define_primitive(name, family=FAMILY, operands=("x",), params=("axis", "reverse"),
+                            infer_meta=_scan_meta(name, "numeric"), impl=impl)
+
+    def fn(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
+        x, axis = axis_args(name, x, axis, "numeric", reverse=reverse)
+        return prim.bind(x, axis=axis, reverse=reverse)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return prim, fn
+
+
+cumsum_p, cumsum = _scan_op("cumsum", lax.cumsum, """Running sum along ``axis``:
+``out_i = sum_{j <= i} x_j`` (``j >= i`` with ``reverse``).
+
+Linear: tangent cumsum(t); the transpose is the cumsum in the other
+direction, cumsum(ct, reverse=not reverse).""")
+
+cummax_p, cummax = _scan_op("cummax", lax.cummax, """Running maximum along ``axis``:
+``out_i = max_{j <= i} x_j`` (``j >= i`` with ``reverse``).
+
+The tangent of out_i is the tangent of x at the running argmax, the last
+position (in scan order) whose value equals out_i: ties route the whole
+gradient to the latest of the tied elements, as torch.cummax's indices.""")
+
+
+# ---------------------------------------------------------------- cumprod
+def _cumprod_impl(x: Array, *, axis: int, reverse: bool, exclusive: bool) -> Array:
+    y = lax.cumprod(x, axis, reverse)
+    return _shift_in(y, axis, reverse, 1) if exclusive else y
+
+
+cumprod_p = define_primitive("cumprod", family=FAMILY, operands=("x",),
+                             params=("axis", "reverse", "exclusive"),
+                             infer_meta=_scan_meta("cumprod", "numeric"), impl=_cumprod_impl)
+
+
+def cumprod(x: ArrayLike, *, axis: int, reverse: bool = False, exclusive: bool = False
+            ) -> Array:
+    """Running product along ``axis``: ``out_i = prod_{j <= i} x_j``
+    (``j >= i`` with ``reverse``; ``j < i`` / ``j > i`` with ``exclusive``,
+    so the first element is 1).
+
+    Derivative: with E the exclusive product, the tangent of E is the linear
+    recurrence ``dE = linear_recurrence(x, t * E)`` and that of the inclusive
+    product x * E is ``t * E + x * dE``. No division: exact and finite where x
+    has zeros, at every order.
+    """
+    x, axis = axis_args("cumprod", x, axis, "numeric", reverse=reverse, exclusive=exclusive)
+    return cumprod_p.bind(x, axis=axis, reverse=reverse, exclusive=exclusive)
+
+
+# ------------------------------------------------------ linear_recurrence
+def _linear_recurrence_meta(a: Any, b: Any, *, axis: int, reverse: bool) -> ShapedArray:
+    op = "linear_recurrence"
+    same_dtype(op, {"a": a, "b": b})
+    check_dtype(op, "a", a.dtype, "float")
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(f"{op_name(op)}: a and b must have one shape, got a with shape "
+                         f"{tuple(a.shape)} and b with shape {tuple(b.shape)}")
+    check_axis_meta(op, b.shape, axis, "b")
+    return ShapedArray(b.shape, b.dtype, weak_type=a.weak_type and b.weak_type)
+
+
+def _linear_recurrence_combine(first: tuple[Array, Array], then: tuple[Array, Array]
+                               ) -> tuple[Array, Array]:
+    """Compose the affine maps ``s -> a s + b``: ``first``, then ``then``."""
+    (a1, b1), (a2, b2) = first, then
+    return a1 * a2, a2 * b1 + b2
+
+
+def _linear_recurrence_impl(a: Array, b: Array, *, axis: int, reverse: bool) -> Array:
+    if a.shape[axis] == 0:
+        return b
+    _, u = lax.associative_scan(_linear_recurrence_combine, (a, b), reverse=reverse, axis=axis)
+    return _shift_in(u, axis, reverse, 0)
+
+
+linear_recurrence_p = define_primitive(
+    "linear_recurrence", family=FAMILY, operands=("a", "b"), params=("axis", "reverse"),
+    infer_meta=_linear_recurrence_meta, impl=_linear_recurrence_impl)
+
+
+def linear_recurrence(a: ArrayLike, b: ArrayLike, *, axis: int, reverse: bool = False
+                      ) -> Array:
+    """The exclusive first-order linear recurrence along ``axis``:
+
+        s_0 = 0,  s_i = a_{i-1} s_{i-1} + b_{i-1},
+        i.e. s_i = sum_{j < i} b_j prod_{j < k < i} a_k,
+
+    and with ``reverse`` the mirror image, s_i = sum_{j > i} b_j
+    prod_{i < k < j} a_k (the coefficients strictly between j and i). The
+    helper the derivatives of cumprod are made of.
+
+    Linear in b, and the two directions are each other's transpose:
+    transpose = linear_recurrence(a, ct, reverse=not reverse). In a the
+    tangent is ``linear_recurrence(a, t_b + t_a * s)``, so every derivative
+    stays in this family.
+    """
+    from ._elementwise import promote
+    a, b = promote("linear_recurrence", {"a": a, "b": b}, "float")
+    b, axis = axis_args("linear_recurrence", b, axis, "float", "b", reverse=reverse)
+    return linear_recurrence_p.bind(a, b, axis=axis, reverse=reverse)
+
+
+# -------------------------------------------------------------- references
+def _cumsum_reference(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
+    return lax.cumsum(jnp.asarray(x), axis % np.ndim(x), reverse)
+
+
+def _cumprod_reference(x: ArrayLike, *, axis: int, reverse: bool = False,
+                       exclusive: bool = False) -> Array:
+    """jnp.cumprod, shifted by concatenating ones for ``exclusive``."""
+    x = jnp.asarray(x)
+    y = jnp.flip(x, axis) if reverse else x
+    if exclusive and y.shape[axis]:
+        ones = jnp.ones_like(lax.slice_in_dim(y, 0, 1, axis=axis))
+        y = jnp.concatenate([ones, lax.slice_in_dim(y, 0, y.shape[axis] - 1, axis=axis)], axis)
+    y = jnp.cumprod(y, axis)
+    return jnp.flip(y, axis) if reverse else y
+
+
+def _cummax_reference(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
+    return lax.cummax(jnp.asarray(x), axis % np.ndim(x), reverse)
+
+
+def _linear_recurrence_reference(a: ArrayLike, b: ArrayLike, *, axis: int,
+                                 reverse: bool = False) -> Array:
+    """The recurrence as a lax.scan over the axis."""
+    a, b = jnp.moveaxis(jnp.asarray(a), axis, 0), jnp.moveaxis(jnp.asarray(b), axis, 0)
+
+    def step(s: Array, ab: tuple[Array, Array]) -> tuple[Array, Array]:
+        return ab[0] * s + ab[1], s
+    _, out = lax.scan(step, jnp.zeros(b.shape[1:], b.dtype), (a, b), reverse=reverse)
+    return jnp.moveaxis(out, 0, axis)
+
+
+register_op(OpDef("cumsum", FAMILY, cumsum, (cumsum_p,), _cumsum_reference, ("x",),
+                  linear=(("x",),)))
+register_op(OpDef("cumprod", FAMILY, cumprod, (cumprod_p,), _cumprod_reference, ("x",)))
+register_op(OpDef("cummax", FAMILY, cummax, (cummax_p,), _cummax_reference, ("x",)))
+register_op(OpDef("linear_recurrence", FAMILY, linear_recurrence, (linear_recurrence_p,),
+                  _linear_recurrence_reference, ("a", "b"), linear=(("b",),)))

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.meta import broadcast_shapes, check_dtype, normalize_axes, normalize_axis, op_name
+from ..core.meta import check_dtype, normalize_axes, normalize_axis, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 
@@ -23,8 +23,8 @@ ArrayLike = jax.typing.ArrayLike
 FAMILY = "shape"
 
 
-def _aval_like(x: Any, shape: tuple[int, ...]) -> ShapedArray:
-    check_dtype("shape", "x", x.dtype, "any")
+def _aval_like(op: str, x: Any, shape: tuple[int, ...]) -> ShapedArray:
+    check_dtype(op, "x", x.dtype, "any")
     return ShapedArray(tuple(shape), x.dtype, weak_type=x.weak_type)
 
 
@@ -34,6 +34,15 @@ def _as_shape(op: str, shape: Any) -> tuple[int, ...]:
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
             raise TypeError(f"{op_name(op)}: shape {shape} must hold ints")
     return tuple(int(d) for d in shape)
+
+
+def axes_arg(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    """``None | int | sequence of ints`` -> sorted non-negative axes (a
+    TypeError naming the op for anything else)."""
+    if axis is not None and not isinstance(axis, (int, np.integer, tuple, list)):
+        raise TypeError(f"{op_name(op)}: axis must be None, an int or a tuple of ints, "
+                        f"got {axis!r}")
+    return normalize_axes(op, axis, ndim)
 
 
 def _array(op: str, x: Any) -> Any:
@@ -47,7 +56,7 @@ def _reshape_infer_meta(x: Any, *, new_sizes: tuple[int, ...]) -> ShapedArray:
     if math.prod(new_sizes) != math.prod(x.shape) or min(new_sizes, default=0) < 0:
         raise ValueError(f"{op_name('reshape')}: cannot reshape x with shape {x.shape} "
                          f"to {new_sizes}")
-    return _aval_like(x, new_sizes)
+    return _aval_like("reshape", x, new_sizes)
 
 
 reshape_p = define_primitive("reshape", family=FAMILY, operands=("x",), params=("new_sizes",),
@@ -76,7 +85,7 @@ def _transpose_infer_meta(x: Any, *, permutation: tuple[int, ...]) -> ShapedArra
     if sorted(permutation) != list(range(len(x.shape))):
         raise ValueError(f"{op_name('transpose')}: axes {permutation} is not a permutation "
                          f"of the axes of x with shape {x.shape}")
-    return _aval_like(x, tuple(x.shape[p] for p in permutation))
+    return _aval_like("transpose", x, tuple(x.shape[p] for p in permutation))
 
 
 transpose_p = define_primitive("transpose", family=FAMILY, operands=("x",),
@@ -122,7 +131,7 @@ def _broadcast_in_dim_infer_meta(x: Any, *, shape: tuple[int, ...],
     if not ok:
         raise ValueError(f"{op_name('broadcast_in_dim')}: cannot broadcast x with shape "
                          f"{x.shape} to {shape} with broadcast_dimensions {dims}")
-    return _aval_like(x, shape)
+    return _aval_like("broadcast_in_dim", x, shape)
 
 
 broadcast_in_dim_p = define_primitive(
@@ -143,11 +152,12 @@ def broadcast_in_dim(x: ArrayLike, shape: Sequence[int],
 
 # ------------------------------------------------------------ broadcast_to
 def _broadcast_to_infer_meta(x: Any, *, shape: tuple[int, ...]) -> ShapedArray:
-    if len(shape) < len(x.shape) or broadcast_shapes(
-            "broadcast_to", {"x": x.shape, "shape": shape}) != shape:
+    ok = len(shape) >= len(x.shape) and min(shape, default=0) >= 0 and all(
+        d in (1, s) for d, s in zip(x.shape[::-1], shape[::-1]))
+    if not ok:
         raise ValueError(f"{op_name('broadcast_to')}: cannot broadcast x with shape "
-                         f"{x.shape} to {shape}")
-    return _aval_like(x, shape)
+                         f"{tuple(x.shape)} to {shape}")
+    return _aval_like("broadcast_to", x, shape)
 
 
 broadcast_to_p = define_primitive("broadcast_to", family=FAMILY, operands=("x",),
@@ -169,7 +179,7 @@ def _expand_dims_infer_meta(x: Any, *, axes: tuple[int, ...]) -> ShapedArray:
     shape = list(x.shape)
     for a in axes:
         shape.insert(a, 1)
-    return _aval_like(x, tuple(shape))
+    return _aval_like("expand_dims", x, tuple(shape))
 
 
 expand_dims_p = define_primitive("expand_dims", family=FAMILY, operands=("x",), params=("axes",),
@@ -181,7 +191,7 @@ def expand_dims(x: ArrayLike, *, axis: int | Sequence[int]) -> Array:
     """Insert size-1 axes at ``axis`` (positions in the result, as numpy)."""
     x = _array("expand_dims", x)
     n = len(axis) if isinstance(axis, (tuple, list)) else 1
-    axes = normalize_axes("expand_dims", axis, np.ndim(x) + n)
+    axes = axes_arg("expand_dims", axis, np.ndim(x) + n)
     return expand_dims_p.bind(x, axes=axes)
 
 
@@ -194,7 +204,7 @@ def _squeeze_infer_meta(x: Any, *, axes: tuple[int, ...]) -> ShapedArray:
     if bad:
         raise ValueError(f"{op_name('squeeze')}: axis {bad} of x with shape {x.shape} "
                          "does not have size 1")
-    return _aval_like(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+    return _aval_like("squeeze", x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
 squeeze_p = define_primitive("squeeze", family=FAMILY, operands=("x",), params=("axes",),
@@ -209,7 +219,7 @@ def squeeze(x: ArrayLike, *, axis: int | Sequence[int] | None = None) -> Array:
     if axis is None:
         axes = tuple(i for i, d in enumerate(shape) if d == 1)
     else:
-        axes = normalize_axes("squeeze", axis, len(shape))
+        axes = axes_arg("squeeze", axis, len(shape))
     return squeeze_p.bind(x, axes=axes)
 
 

@@ -1,1 +1,226 @@
-"""Primitives of the sort family. Sorting and selection: sort, argsort, topk, argmax, argmin."""
+"""Sorting and selection: sort, argsort, topk, argmax, argmin.
+
+Index outputs have the default integer dtype of jax.numpy (int64 with x64
+enabled, else int32), carried as the ``index_dtype`` param. Ties are broken
+by position: the sorts are stable (equal elements keep their order, also when
+``descending``), topk takes the lower index first and argmax / argmin return
+the first occurrence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .._jax import Primitive, ShapedArray
+from ..core.meta import check_dtype, op_name
+from ..core.primitive import define_primitive
+from ..core.registry import OpDef, register_op
+from .reduction import reduced_shape, reduction_args, reduction_meta
+from .scan import axis_args, check_axis_meta
+
+Array = jax.Array
+ArrayLike = jax.typing.ArrayLike
+FAMILY = "sort"
+
+
+def index_dtype() -> np.dtype:
+    """jax.numpy's default integer dtype (int64 under x64, else int32)."""
+    return np.dtype(jax.dtypes.canonicalize_dtype(np.int64))
+
+
+def _axis_meta(op: str, x: Any, axis: int, length: int | None = None
+               ) -> tuple[tuple[int, ...], Any]:
+    check_dtype(op, "x", x.dtype, "numeric")
+    check_axis_meta(op, x.shape, axis)
+    shape = tuple(x.shape)
+    if length is not None:
+        shape = shape[:axis] + (length,) + shape[axis + 1:]
+    return shape, x.weak_type
+
+
+# ------------------------------------------------------------ sort / argsort
+def _sort_infer_meta(x: Any, *, axis: int, descending: bool, index_dtype: np.dtype
+                     ) -> tuple[ShapedArray, ShapedArray]:
+    shape, weak = _axis_meta("sort", x, axis)
+    return ShapedArray(shape, x.dtype, weak_type=weak), ShapedArray(shape, index_dtype)
+
+
+def _argsort_infer_meta(x: Any, *, axis: int, descending: bool, index_dtype: np.dtype
+                        ) -> ShapedArray:
+    shape, _ = _axis_meta("argsort", x, axis)
+    return ShapedArray(shape, index_dtype)
+
+
+def _argsort_impl(x: Array, *, axis: int, descending: bool, index_dtype: np.dtype) -> Array:
+    idx = jnp.argsort(x, axis=axis, stable=True, descending=descending)
+    return idx.astype(index_dtype)
+
+
+def _sort_impl(x: Array, *, axis: int, descending: bool, index_dtype: np.dtype
+               ) -> list[Array]:
+    idx = _argsort_impl(x, axis=axis, descending=descending, index_dtype=index_dtype)
+    return [jnp.take_along_axis(x, idx, axis=axis), idx]
+
+
+_SORT_PARAMS = ("axis", "descending", "index_dtype")
+sort_p = define_primitive("sort", family=FAMILY, operands=("x",), params=_SORT_PARAMS,
+                          infer_meta=_sort_infer_meta, impl=_sort_impl, multiple_results=True)
+argsort_p = define_primitive("argsort", family=FAMILY, operands=("x",), params=_SORT_PARAMS,
+                             infer_meta=_argsort_infer_meta, impl=_argsort_impl)
+
+
+def _sort_args(op: str, x: Any, axis: Any, descending: Any) -> tuple[Any, dict]:
+    x, axis = axis_args(op, x, axis, "numeric", descending=descending)
+    return x, {"axis": axis, "descending": descending, "index_dtype": index_dtype()}
+
+
+def sort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> tuple[Array, Array]:
+    """``(values, indices)``: x sorted along ``axis`` (ascending, or
+    descending) and the positions the values come from, so that
+    ``values = take_along_axis(x, indices, axis)``. Stable: equal elements
+    keep their order. NaNs sort last.
+
+    The tangent of the values is the tangent of x gathered with the indices
+    (``take_along_axis``), so a gradient goes to the element each value was
+    selected from, ties included; the indices take none.
+    """
+    x, params = _sort_args("sort", x, axis, descending)
+    values, indices = sort_p.bind(x, **params)
+    return values, indices
+
+
+def argsort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> Array:
+    """The indices that sort x along ``axis`` (stable), the second output of
+    ``sort``. Not differentiable (integer output)."""
+    x, params = _sort_args("argsort", x, axis, descending)
+    return argsort_p.bind(x, **params)
+
+
+# ---------------------------------------------------------------------- topk
+def _topk_infer_meta(x: Any, *, k: int, axis: int, largest: bool, index_dtype: np.dtype
+                     ) -> tuple[ShapedArray, ShapedArray]:
+    shape, weak = _axis_meta("topk", x, axis, k)
+    if not 0 <= k <= x.shape[axis]:
+        raise ValueError(f"{op_name('topk')}: k={k} is out of range for axis {axis} of x "
+                         f"with shape {tuple(x.shape)}")
+    return ShapedArray(shape, x.dtype, weak_type=weak), ShapedArray(shape, index_dtype)
+
+
+def _topk_impl(x: Array, *, k: int, axis: int, largest: bool, index_dtype: np.dtype
+               ) -> list[Array]:
+    xt = jnp.moveaxis(x, axis, -1)
+    if largest:
+        _, idx = lax.top_k(xt, k)
+    else:
+        idx = jnp.argsort(xt, axis=-1, stable=True)[..., :k]
+    idx = jnp.moveaxis(idx.astype(index_dtype), -1, axis)
+    return [jnp.take_along_axis(x, idx, axis=axis), idx]
+
+
+topk_p = define_primitive("topk", family=FAMILY, operands=("x",),
+                          params=("k", "axis", "largest", "index_dtype"),
+                          infer_meta=_topk_infer_meta, impl=_topk_impl, multiple_results=True)
+
+
+def topk(x: ArrayLike, *, k: int, axis: int = -1, largest: bool = True
+         ) -> tuple[Array, Array]:
+    """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest)
+    elements along ``axis``, sorted, ties taking the lower index first;
+    ``0 <= k <= x.shape[axis]``.
+
+    The tangent of the values is the tangent of x gathered with the indices
+    (``take_along_axis``): the gradient goes to the selected elements only.
+    """
+    x, axis = axis_args("topk", x, axis, "numeric", largest=largest)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"{op_name('topk')}: k must be an int, got {k!r}")
+    n = np.shape(x)[axis]
+    if not 0 <= k <= n:
+        raise ValueError(f"{op_name('topk')}: k={k} must be in [0, {n}], the size of axis "
+                         f"{axis} of x with shape {np.shape(x)}")
+    values, indices = topk_p.bind(x, k=int(k), axis=axis, largest=largest,
+                                  index_dtype=index_dtype())
+    return values, indices
+
+
+# ------------------------------------------------------------ argmax / argmin
+def _arg_extremum_impl(fn: Any) -> Any:
+    def impl(x: Array, *, axes: tuple[int, ...], keepdims: bool, index_dtype: np.dtype
+             ) -> Array:
+        """The flat (row-major) index over the reduced axes, moved last and merged."""
+        kept = [i for i in range(x.ndim) if i not in axes]
+        xt = jnp.transpose(x, kept + list(axes)).reshape([x.shape[i] for i in kept] + [-1])
+        idx = fn(xt, axis=-1).astype(index_dtype)
+        return idx.reshape(reduced_shape(x.shape, axes, keepdims))
+    impl.__name__ = f"_{fn.__name__}_impl"
+    return impl
+
+
+_ARG_PARAMS = ("axes", "keepdims", "index_dtype")
+argmax_p = define_primitive(
+    "argmax", family=FAMILY, operands=("x",), params=_ARG_PARAMS,
+    infer_meta=reduction_meta("argmax", "numeric", dtype_param="index_dtype", nonempty=True),
+    impl=_arg_extremum_impl(jnp.argmax))
+argmin_p = define_primitive(
+    "argmin", family=FAMILY, operands=("x",), params=_ARG_PARAMS,
+    infer_meta=reduction_meta("argmin", "numeric", dtype_param="index_dtype", nonempty=True),
+    impl=_arg_extremum_impl(jnp.argmin))
+
+
+def _arg_extremum(prim: Primitive, x: Any, axis: Any, keepdims: bool) -> Array:
+    op = prim.name
+    if axis is not None and (isinstance(axis, bool) or not isinstance(axis, (int, np.integer))):
+        raise TypeError(f"{op_name(op)}: axis must be None or an int, got {axis!r}")
+    x, params = reduction_args(op, x, axis, keepdims, "numeric")
+    return prim.bind(x, **params, index_dtype=index_dtype())
+
+
+def argmax(x: ArrayLike, *, axis: int | None = None, keepdims: bool = False) -> Array:
+    """Index of the maximum along ``axis`` (of the flattened array when
+    ``axis`` is None), the first one among ties. Not differentiable."""
+    return _arg_extremum(argmax_p, x, axis, keepdims)
+
+
+def argmin(x: ArrayLike, *, axis: int | None = None, keepdims: bool = False) -> Array:
+    """Index of the minimum along ``axis`` (of the flattened array when
+    ``axis`` is None), the first one among ties. Not differentiable."""
+    return _arg_extremum(argmin_p, x, axis, keepdims)
+
+
+# ---------------------------------------------------------------- references
+def _sort_reference(x: ArrayLike, *, axis: int = -1, descending: bool = False
+                    ) -> tuple[Array, Array]:
+    return (jnp.sort(x, axis=axis, stable=True, descending=descending),
+            jnp.argsort(x, axis=axis, stable=True, descending=descending))
+
+
+def _argsort_reference(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> Array:
+    return jnp.argsort(x, axis=axis, stable=True, descending=descending)
+
+
+def _topk_reference(x: ArrayLike, *, k: int, axis: int = -1, largest: bool = True
+                    ) -> tuple[Array, Array]:
+    xt = jnp.moveaxis(jnp.asarray(x), axis, -1)
+    values, idx = lax.top_k(xt if largest else -xt, k)
+    values = values if largest else -values
+    return jnp.moveaxis(values, -1, axis), jnp.moveaxis(idx, -1, axis)
+
+
+def _arg_reference(fn: Any) -> Any:
+    def reference(x: ArrayLike, *, axis: int | None = None, keepdims: bool = False) -> Array:
+        return fn(x, axis=axis, keepdims=keepdims)
+    reference.__name__ = f"reference_{fn.__name__}"
+    return reference
+
+
+register_op(OpDef("sort", FAMILY, sort, (sort_p,), _sort_reference, ("x",)))
+register_op(OpDef("argsort", FAMILY, argsort, (argsort_p,), _argsort_reference, ("x",)))
+register_op(OpDef("topk", FAMILY, topk, (topk_p,), _topk_reference, ("x",)))
+register_op(OpDef("argmax", FAMILY, argmax, (argmax_p,), _arg_reference(jnp.argmax), ("x",)))
+register_op(OpDef("argmin", FAMILY, argmin, (argmin_p,), _arg_reference(jnp.argmin), ("x",)))

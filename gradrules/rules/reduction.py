@@ -1,4 +1,11 @@
-"""Rules of the reduction family."""
+"""Rules of the reduction family.
+
+sum and mean are linear (their transposes broadcast the cotangent back);
+prod's JVP multiplies the tangent by the product of the others (exclusive
+prefix times suffix products, exact with zeros); max and min share the
+tangent evenly among ties; var, std and var_mean differentiate through the
+centered input; logsumexp through the softmax, guarded for all -inf slices.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +14,18 @@ from typing import Any
 
 import numpy as np
 
+from .. import _jax
+from .._jax import aval_of, is_zero
 from ..core.primitive import register_rules
-from ..primitives.reduction import sum_p
-from ..primitives.shape import broadcast_to_p, expand_dims_p
+from ..core.registry import NOT_LINEAR
+from ..primitives.arithmetic import div_scale_p, divide, multiply, subtract
+from ..primitives.compare import eq, where
+from ..primitives.convert import convert_element_type
+from ..primitives.reduction import (logsumexp_p, max_p, mean_p, min_p, prod_p,
+                                    reduced_size, std_p, sum_p, var_mean_p, var_p)
+from ..primitives.scan import cumprod_p
+from ..primitives.shape import broadcast_to_p, expand_dims_p, reshape_p, transpose_p
+from ..primitives.unary import exp
 from ._common import linear_jvp
 
 
@@ -22,19 +38,158 @@ def restore_reduced(ct: Any, shape: tuple[int, ...], axes: tuple[int, ...],
 
 
 def reduction_batch(prim: Any, args: Any, dims: Any, *, axes: tuple[int, ...],
-                    keepdims: bool, **params: Any) -> tuple[Any, int | None]:
+                    keepdims: bool, **params: Any) -> tuple[Any, Any]:
     """Batching of any ``axes``/``keepdims`` reduction: shift the axes around
     the batch axis, which stays where it is."""
     (x,), (d,) = args, dims
     new_axes = tuple(a if a < d else a + 1 for a in axes)
     out = prim.bind(x, axes=new_axes, keepdims=keepdims, **params)
     out_d = d if keepdims else d - sum(a < d for a in axes)
-    return out, out_d
+    return out, ((out_d,) * len(out) if prim.multiple_results else out_d)
 
 
+def _reduce(prim: Any, v: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    return prim.bind(v, axes=axes, keepdims=keepdims)
+
+
+# sum / mean ----------------------------------------------------------------
 def _sum_transpose(ct: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> list[Any]:
     return [restore_reduced(ct, tuple(x.aval.shape), axes, keepdims)]
 
 
+def _mean_transpose(ct: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> list[Any]:
+    """ct / n broadcast back (a size-0 x takes an empty cotangent)."""
+    shape = tuple(x.aval.shape)
+    out = restore_reduced(ct, shape, axes, keepdims)
+    n = reduced_size(shape, axes)
+    return [div_scale_p.bind(out, scale=float(n)) if n > 1 else out]
+
+
 register_rules(sum_p, jvp=partial(linear_jvp, sum_p), transpose=_sum_transpose,
                batch=partial(reduction_batch, sum_p))
+register_rules(mean_p, jvp=partial(linear_jvp, mean_p), transpose=_mean_transpose,
+               batch=partial(reduction_batch, mean_p))
+
+
+# prod ----------------------------------------------------------------------
+def _flatten_reduced(v: Any, axes: tuple[int, ...]) -> Any:
+    """``v`` with the reduced axes moved last and merged into one."""
+    shape = np.shape(v)
+    kept = [i for i in range(len(shape)) if i not in axes]
+    perm = tuple(kept) + tuple(axes)
+    if perm != tuple(range(len(shape))):
+        v = transpose_p.bind(v, permutation=perm)
+    return reshape_p.bind(v, new_sizes=tuple(shape[i] for i in kept)
+                          + (reduced_size(shape, axes),))
+
+
+def _prod_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
+    """t_out = sum_i t_i prod_{j != i} x_j, the product of the others taken as
+    (exclusive prefix product) * (exclusive suffix product) over the reduced
+    elements flattened into one axis: no division, exact with zeros."""
+    (x,), (t,) = primals, tangents
+    out = prod_p.bind(x, axes=axes, keepdims=keepdims)
+    if is_zero(t):
+        return out, _jax.zero_tangent(out)
+    flat = _flatten_reduced(x, axes)
+    last = np.ndim(flat) - 1
+    before = cumprod_p.bind(flat, axis=last, reverse=False, exclusive=True)
+    after = cumprod_p.bind(flat, axis=last, reverse=True, exclusive=True)
+    others = multiply(before, after)
+    t_out = sum_p.bind(multiply(_flatten_reduced(t, axes), others), axes=(last,),
+                       keepdims=False)
+    return out, reshape_p.bind(t_out, new_sizes=tuple(aval_of(out).shape))
+
+
+register_rules(prod_p, jvp=_prod_jvp, transpose=NOT_LINEAR,
+               batch=partial(reduction_batch, prod_p))
+
+
+# max / min -----------------------------------------------------------------
+def _extremum_jvp(prim: Any, primals: Any, tangents: Any, *, axes: tuple[int, ...],
+                  keepdims: bool) -> Any:
+    """t_out = sum(t * at) / sum(at), at = [x == out]: ties share evenly."""
+    (x,), (t,) = primals, tangents
+    out = prim.bind(x, axes=axes, keepdims=keepdims)
+    if is_zero(t):
+        return out, _jax.zero_tangent(out)
+    at = eq(x, restore_reduced(out, np.shape(x), axes, keepdims))
+    at = convert_element_type(at, dtype=aval_of(t).dtype)
+    return out, divide(_reduce(sum_p, multiply(t, at), axes, keepdims),
+                       _reduce(sum_p, at, axes, keepdims))
+
+
+for _p in (max_p, min_p):
+    register_rules(_p, jvp=partial(_extremum_jvp, _p), transpose=NOT_LINEAR,
+                   batch=partial(reduction_batch, _p))
+
+
+# var / std / var_mean ------------------------------------------------------
+def _var_tangent(x: Any, t: Any, axes: tuple[int, ...], correction: float,
+                 keepdims: bool) -> Any:
+    """d var = 2 / (n - correction) * sum((x - mean) * t) (inf for n <= correction,
+    as jax.numpy's normalizer max(n - correction, 0))."""
+    centered = subtract(x, mean_p.bind(x, axes=axes, keepdims=True))
+    s = _reduce(sum_p, multiply(centered, t), axes, keepdims)
+    denom = max(reduced_size(np.shape(x), axes) - correction, 0.0)
+    return multiply(s, 2.0 / denom if denom else np.inf)
+
+
+def _var_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...], correction: float,
+             keepdims: bool) -> Any:
+    (x,), (t,) = primals, tangents
+    out = var_p.bind(x, axes=axes, correction=correction, keepdims=keepdims)
+    if is_zero(t):
+        return out, _jax.zero_tangent(out)
+    return out, _var_tangent(x, t, axes, correction, keepdims)
+
+
+def _std_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...], correction: float,
+             keepdims: bool) -> Any:
+    """d std = d var / (2 std), and 0 where std == 0: the division is by a
+    safe denominator and the result masked, so no order of derivative sees
+    0 / 0."""
+    (x,), (t,) = primals, tangents
+    out = std_p.bind(x, axes=axes, correction=correction, keepdims=keepdims)
+    if is_zero(t):
+        return out, _jax.zero_tangent(out)
+    flat = eq(out, 0.0)
+    safe = where(flat, 1.0, out)
+    t_out = divide(_var_tangent(x, t, axes, correction, keepdims), multiply(safe, 2.0))
+    return out, where(flat, 0.0, t_out)
+
+
+def _var_mean_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...], correction: float,
+                  keepdims: bool) -> Any:
+    (x,), (t,) = primals, tangents
+    out = var_mean_p.bind(x, axes=axes, correction=correction, keepdims=keepdims)
+    if is_zero(t):
+        return out, [_jax.zero_tangent(o) for o in out]
+    return out, [_var_tangent(x, t, axes, correction, keepdims),
+                 _reduce(mean_p, t, axes, keepdims)]
+
+
+register_rules(var_p, jvp=_var_jvp, transpose=NOT_LINEAR,
+               batch=partial(reduction_batch, var_p))
+register_rules(std_p, jvp=_std_jvp, transpose=NOT_LINEAR,
+               batch=partial(reduction_batch, std_p))
+register_rules(var_mean_p, jvp=_var_mean_jvp, transpose=NOT_LINEAR,
+               batch=partial(reduction_batch, var_mean_p))
+
+
+# logsumexp -----------------------------------------------------------------
+def _logsumexp_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...], keepdims: bool
+                   ) -> Any:
+    """t_out = sum(t * exp(x - out)). Where out is -inf (an all -inf slice)
+    it is replaced by 0, so exp(x - 0) = 0 there and the tangent is 0."""
+    (x,), (t,) = primals, tangents
+    out = logsumexp_p.bind(x, axes=axes, keepdims=keepdims)
+    if is_zero(t):
+        return out, _jax.zero_tangent(out)
+    safe = where(eq(out, -np.inf), 0.0, out)
+    p = exp(subtract(x, restore_reduced(safe, np.shape(x), axes, keepdims)))
+    return out, _reduce(sum_p, multiply(t, p), axes, keepdims)
+
+
+register_rules(logsumexp_p, jvp=_logsumexp_jvp, transpose=NOT_LINEAR,
+               batch=partial(reduction_batch, logsumexp_p))

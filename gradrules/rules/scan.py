@@ -1,1 +1,124 @@
-"""Rules of the scan family. Scans: cumsum, cumprod, cummax."""
+"""Rules of the scan family: cumsum (linear; its transpose is the reversed
+cumsum), cumprod (exact derivatives through linear_recurrence), cummax
+(tangent gathered at the running argmax) and linear_recurrence (linear in b;
+its two directions transpose to each other)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from .. import _jax
+from .._jax import is_undefined_primal, is_zero
+from ..core.primitive import register_rules
+from ..core.registry import NOT_LINEAR
+from ..primitives.arithmetic import add, multiply, subtract
+from ..primitives.compare import eq, where
+from ..primitives.indexing import take_along_axis_p
+from ..primitives.scan import cummax_p, cumprod_p, cumsum_p, linear_recurrence_p
+from ..primitives.shape import broadcast_in_dim_p
+from ._common import add_tangents, batch_size, bdim_to_front, linear_jvp
+
+
+def axis_batch(prim: Any, args: Any, dims: Any, *, axis: int, **params: Any
+               ) -> tuple[Any, Any]:
+    """Batching of a primitive that acts along ``axis`` and keeps the other
+    axes in place (scans, sort, topk): the batch axis stays where it is and
+    ``axis`` moves past it. Several operands are brought to a common front
+    batch axis first (an unbatched one is broadcast)."""
+    if len(args) == 1:
+        (x,), (d,) = args, dims
+        out = prim.bind(x, axis=axis + (d <= axis), **params)
+    else:
+        size = batch_size(args, dims)
+        out = prim.bind(*[bdim_to_front(a, d, size) for a, d in zip(args, dims)],
+                        axis=axis + 1, **params)
+        d = 0
+    return out, ((d,) * len(out) if prim.multiple_results else d)
+
+
+# cumsum ----------------------------------------------------------------------
+def _cumsum_transpose(ct: Any, x: Any, *, axis: int, reverse: bool) -> list[Any]:
+    return [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
+
+
+register_rules(cumsum_p, jvp=partial(linear_jvp, cumsum_p), transpose=_cumsum_transpose,
+               batch=partial(axis_batch, cumsum_p))
+
+
+# cumprod ---------------------------------------------------------------------
+def _cumprod_jvp(primals: Any, tangents: Any, *, axis: int, reverse: bool,
+                 exclusive: bool) -> Any:
+    """E = exclusive product, dE = linear_recurrence(x, t * E); the inclusive
+    product x * E has the tangent t * E + x * dE."""
+    (x,), (t,) = primals, tangents
+    out = cumprod_p.bind(x, axis=axis, reverse=reverse, exclusive=exclusive)
+    if is_zero(t):
+        return out, _jax.zero_tangent(out)
+    excl = out if exclusive else cumprod_p.bind(x, axis=axis, reverse=reverse, exclusive=True)
+    t_excl = linear_recurrence_p.bind(x, multiply(t, excl), axis=axis, reverse=reverse)
+    if exclusive:
+        return out, t_excl
+    return out, add(multiply(t, excl), multiply(x, t_excl))
+
+
+register_rules(cumprod_p, jvp=_cumprod_jvp, transpose=NOT_LINEAR,
+               batch=partial(axis_batch, cumprod_p))
+
+
+# cummax ----------------------------------------------------------------------
+def running_argmax(x: Any, out: Any, axis: int, reverse: bool) -> Any:
+    """Index of the running maximum ``out`` of ``x`` along ``axis``: the last
+    position, in scan order, holding the value out_i (an int32 array).
+
+    Up to i the positions with x_k == out_k are where the running maximum was
+    set or tied; the latest of them holds out_i, so a cummax over their scan
+    positions finds it.
+    """
+    shape = tuple(np.shape(x))
+    n = shape[axis]
+    order = np.arange(n, dtype=np.int32)
+    key = broadcast_in_dim_p.bind(order[::-1].copy() if reverse else order, shape=shape,
+                                  broadcast_dimensions=(axis,))
+    hit = where(eq(x, out), key, np.zeros((), np.int32))
+    last = cummax_p.bind(hit, axis=axis, reverse=reverse)
+    return subtract(np.asarray(n - 1, np.int32), last) if reverse else last
+
+
+def _cummax_jvp(primals: Any, tangents: Any, *, axis: int, reverse: bool) -> Any:
+    """t_out = take_along_axis(t, running_argmax): linear in t."""
+    (x,), (t,) = primals, tangents
+    out = cummax_p.bind(x, axis=axis, reverse=reverse)
+    if is_zero(t):
+        return out, _jax.zero_tangent(out)
+    index = running_argmax(x, out, axis, reverse)
+    return out, take_along_axis_p.bind(t, index, axis=axis)
+
+
+register_rules(cummax_p, jvp=_cummax_jvp, transpose=NOT_LINEAR,
+               batch=partial(axis_batch, cummax_p))
+
+
+# linear_recurrence -----------------------------------------------------------
+def _linear_recurrence_jvp(primals: Any, tangents: Any, *, axis: int, reverse: bool) -> Any:
+    """ds = linear_recurrence(a, t_b + t_a * s): linear in (t_a, t_b)."""
+    (a, b), (ta, tb) = primals, tangents
+    out = linear_recurrence_p.bind(a, b, axis=axis, reverse=reverse)
+    rhs = add_tangents(tb, multiply(ta, out) if not is_zero(ta) else ta)
+    if is_zero(rhs):
+        return out, _jax.zero_tangent(out)
+    return out, linear_recurrence_p.bind(a, rhs, axis=axis, reverse=reverse)
+
+
+def _linear_recurrence_transpose(ct: Any, a: Any, b: Any, *, axis: int, reverse: bool
+                                 ) -> list[Any]:
+    if is_undefined_primal(a):
+        raise ValueError("gradrules.linear_recurrence is not linear in its coefficients a")
+    return [None, linear_recurrence_p.bind(a, ct, axis=axis, reverse=not reverse)]
+
+
+register_rules(linear_recurrence_p, jvp=_linear_recurrence_jvp,
+               transpose=_linear_recurrence_transpose,
+               batch=partial(axis_batch, linear_recurrence_p))

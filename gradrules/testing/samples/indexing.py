@@ -1,3 +1,139 @@
-"""Samples of the indexing family. Indexing: gather, take, take_along_axis, index_select, scatter, scatter_add, scatter_reduce, index_put, set_value, slice_scatter, embedding, c_embedding, one_hot."""
+"""Samples of the indexing family: duplicate, negative and out-of-range
+(clipped) indices, size-0 and size-1 axes, negative axes."""
 
-OPINFOS: list = []
+from __future__ import annotations
+
+import numpy as np
+
+from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, floats
+
+_DT = FLOAT_DTYPES + INT_DTYPES[:1]
+
+
+def ints(values: object) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64)
+
+
+def _gather(rng: np.random.Generator) -> list[Sample]:
+    """Duplicates, a negative and an out-of-range (clipped) index, an ND
+    index, a 0-D index, an empty index, a size-1 axis."""
+    return [Sample((floats(rng, (4, 3)), ints([2, 0, 2, -1, 7])), {"axis": 0}),
+            Sample((floats(rng, (2, 3, 2)), ints([[1, 1], [-5, 0]])), {"axis": -2}),
+            Sample((floats(rng, (2, 3)), ints(2)), {"axis": 1}),
+            Sample((floats(rng, (1, 2)), ints(np.zeros((0,)))), {"axis": 0})]
+
+
+def _take(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (2, 3)), ints([[5, 0], [-1, 5]]))),
+            Sample((floats(rng, (3, 2)), ints([0, 0, -3])), {"axis": 1}),
+            Sample((floats(rng, (3,)), ints([2, 2, 1])), {"axis": -1})]
+
+
+def _index_select(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (3, 2)), ints([2, 0, 2]))),
+            Sample((floats(rng, (2, 4)), ints([-1, 3, 9, 0])), {"axis": -1}),
+            Sample((floats(rng, (2, 1)), ints([0, 0])), {"axis": 1})]
+
+
+def _take_along_axis(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (2, 3)), ints([[2, 2, 0, -1], [1, 0, 5, 1]])), {"axis": 1}),
+            Sample((floats(rng, (3, 2)), ints([[0, 2], [0, 2]])), {"axis": -2}),
+            Sample((floats(rng, (2, 1, 3)), ints(np.zeros((2, 1, 0)))), {"axis": 2}),
+            Sample((floats(rng, (4,)), ints([3, -4, 3])), {"axis": 0})]
+
+
+def _scatter_add(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (3, 2)), ints([[0, 2], [0, 2], [-1, 9]]), floats(rng, (3, 2))),
+                   {"axis": 0}),
+            Sample((floats(rng, (2, 4)), ints([[1, 1, 1], [3, 0, -2]]), floats(rng, (2, 3))),
+                   {"axis": -1}),
+            Sample((floats(rng, (2, 1)), ints(np.zeros((0, 1))), floats(rng, (0, 1))),
+                   {"axis": 0}),
+            Sample((floats(rng, (3,)), ints([1]), floats(rng, (1,))), {"axis": 0})]
+
+
+def _embedding(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((ints([[1, 3], [1, 0], [-1, 9]]), floats(rng, (4, 3)))),
+            Sample((ints([2, 0, 2, 1]), floats(rng, (3, 2))), {"padding_idx": 2}),
+            Sample((ints(0), floats(rng, (2, 1))), {"padding_idx": -1}),
+            Sample((ints(np.zeros((0,))), floats(rng, (3, 2))))]
+
+
+def _c_embedding(rng: np.random.Generator) -> list[Sample]:
+    """ids below, inside and above the shard (and negative ones)."""
+    return [Sample((floats(rng, (3, 2)), ints([[4, 2, 5], [7, -1, 4]])),
+                   {"start_index": 2, "vocab_size": 8}),
+            Sample((floats(rng, (2, 3)), ints([0, 1, 1, 2]))),
+            Sample((floats(rng, (1, 2)), ints(5)), {"start_index": 5})]
+
+
+def _one_hot(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((ints([[0, 2], [3, -1]]),), {"num_classes": 3}),
+            Sample((ints([1, 0, 1]),), {"num_classes": 2, "axis": 0}),
+            Sample((ints(np.zeros((0,))),), {"num_classes": 4, "dtype": np.float32})]
+
+
+def _scatter(rng: np.random.Generator) -> list[Sample]:
+    """Duplicates (the last one along the axis wins), clipped indices."""
+    return [Sample((floats(rng, (3, 2)), ints([[0, 2], [2, 2], [0, -7]]), floats(rng, (3, 2))),
+                   {"axis": 0}),
+            Sample((floats(rng, (2, 4)), ints([[1, 1, 3], [9, 0, -2]]), floats(rng, (2, 3))),
+                   {"axis": -1}),
+            Sample((floats(rng, (2,)), ints(np.zeros((0,))), floats(rng, (0,))), {"axis": 0})]
+
+
+def _scatter_reduce(rng: np.random.Generator) -> list[Sample]:
+    """Every reduce, with duplicate indices and untouched elements; prod with
+    zero factors (one and two in a group: it is a polynomial, so finite
+    differences hold there)."""
+    index = ints([[0, 2], [0, 0], [-1, 2]])
+    out = [Sample((floats(rng, (3, 2)), index, floats(rng, (3, 2))),
+                  {"axis": 0, "reduce": r}) for r in ("sum", "prod", "amax", "amin", "mean")]
+    x, src = floats(rng, (3, 2)), floats(rng, (3, 2))
+    x[0, 0] = src[1, 0] = src[2, 1] = 0.0
+    out[1].args = (x, index, src)
+    return out
+
+
+def _index_put(rng: np.random.Generator) -> list[Sample]:
+    """Duplicates with and without accumulate, broadcast indices and values,
+    a partial index (trailing axes taken whole)."""
+    rows, cols = ints([[0], [2], [0]]), ints([1, -1])
+    return [Sample((floats(rng, (3, 2)), (rows, cols), floats(rng, (3, 2))),
+                   {"accumulate": True}),
+            Sample((floats(rng, (3, 2)), (rows, cols), floats(rng, (2,)))),
+            Sample((floats(rng, (3, 2)), (ints([2, 0, 2, 5]),), floats(rng, (4, 2))))]
+
+
+def _set_value(rng: np.random.Generator) -> list[Sample]:
+    """A negative step, an end beyond the axis (clamped), a broadcast value."""
+    return [Sample((floats(rng, (4, 3)), floats(rng, (2, 3))),
+                   {"starts": (-1,), "ends": (0,), "steps": (-2,), "axes": (0,)}),
+            Sample((floats(rng, (3, 4)), floats(rng, (1,))),
+                   {"starts": (1, 1), "ends": (100, 4), "steps": (1, 2), "axes": (0, -1)}),
+            Sample((floats(rng, (2, 3)), floats(rng, (2, 0))),
+                   {"starts": (2,), "ends": (1,), "axes": (1,)})]
+
+
+def _slice_scatter(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (5, 2)), floats(rng, (2, 2))), {"start": 1, "step": 2,
+                                                                "end": -1}),
+            Sample((floats(rng, (2, 3)), floats(rng, (2, 1))), {"axis": -1, "start": -1}),
+            Sample((floats(rng, (3,)), floats(rng, (3,))), {"step": -1})]
+
+
+OPINFOS = [
+    OpInfo("gather", _gather, dtypes=_DT),
+    OpInfo("take", _take, dtypes=_DT),
+    OpInfo("index_select", _index_select, dtypes=_DT),
+    OpInfo("take_along_axis", _take_along_axis, dtypes=_DT),
+    OpInfo("scatter_add", _scatter_add, dtypes=_DT),
+    OpInfo("embedding", _embedding, dtypes=_DT),
+    OpInfo("c_embedding", _c_embedding, dtypes=_DT),
+    OpInfo("one_hot", _one_hot, dtypes=()),
+    OpInfo("scatter", _scatter, dtypes=_DT),
+    OpInfo("scatter_reduce", _scatter_reduce, dtypes=_DT),
+    OpInfo("index_put", _index_put, dtypes=_DT),
+    OpInfo("set_value", _set_value, dtypes=_DT),
+    OpInfo("slice_scatter", _slice_scatter, dtypes=_DT),
+]

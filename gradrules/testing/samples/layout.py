@@ -1,3 +1,114 @@
-"""Samples of the layout family. Layout: slice, row_slice, select, dynamic_slice, dynamic_update_slice, concatenate, split, pad, tile, repeat, flip, tensor_unfold."""
+"""Samples of the layout family: strides, negative axes, size-0 and size-1
+axes, borders of every pad mode, overlapping and gapped windows."""
 
-OPINFOS: list = []
+from __future__ import annotations
+
+import numpy as np
+
+from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, floats
+from .indexing import ints
+
+_DT = FLOAT_DTYPES + INT_DTYPES[:1]
+
+
+def _slice(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (4, 3)),), {"start": (1, 0), "limit": (4, 2)}),
+            Sample((floats(rng, (5, 3)),), {"start": (0, 1), "limit": (5, 3),
+                                            "strides": (2, 3)}),
+            Sample((floats(rng, (2, 0)),), {"start": (1, 0), "limit": (1, 0)})]
+
+
+def _row_slice(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (3, 4)),), {"rows": 3, "cols": 4, "row_index": 2}),
+            Sample((floats(rng, (1, 2)),), {"rows": 1, "cols": 2, "row_index": 0})]
+
+
+def _select(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (2, 3)),), {"axis": 1, "index": -1}),
+            Sample((floats(rng, (3, 1, 2)),), {"axis": -2, "index": 0}),
+            Sample((floats(rng, (4,)),), {"axis": 0, "index": 2})]
+
+
+def _dynamic_slice(rng: np.random.Generator) -> list[Sample]:
+    """A start that is clipped so the block fits, a negative start."""
+    return [Sample((floats(rng, (4, 3)), ints([1, 2])), {"slice_sizes": (2, 2)}),
+            Sample((floats(rng, (5,)), ints([-2])), {"slice_sizes": (1,)}),
+            Sample((floats(rng, (3, 2)), ints([2, 0])), {"slice_sizes": (0, 2)})]
+
+
+def _dynamic_update_slice(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (4, 3)), floats(rng, (2, 2)), ints([3, 1]))),
+            Sample((floats(rng, (5,)), floats(rng, (1,)), ints([-1]))),
+            Sample((floats(rng, (2, 3)), floats(rng, (2, 0)), ints([0, 1])))]
+
+
+def _concatenate(rng: np.random.Generator) -> list[Sample]:
+    return [Sample(([floats(rng, (2, 3)), floats(rng, (1, 3)), floats(rng, (0, 3))],)),
+            Sample(([floats(rng, (2, 1)), floats(rng, (2, 2))],), {"axis": -1}),
+            Sample(([floats(rng, (3,))],))]
+
+
+def _split(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (6, 2)),), {"indices_or_sections": 3}),
+            Sample((floats(rng, (2, 5)),), {"indices_or_sections": (1, 1, 4), "axis": -1}),
+            Sample((floats(rng, (3,)),), {"indices_or_sections": 1})]
+
+
+def _pad(rng: np.random.Generator) -> list[Sample]:
+    """Each mode at its widest legal border (reflect: n - 1), a one-sided
+    pad, a size-1 axis replicated, a size-0 axis padded with a constant.
+    (A nonzero ``value`` makes pad affine in x alone, not linear; it is
+    tested with value as a differentiable operand in tests/test_layout.py.)"""
+    return [Sample((floats(rng, (2, 3)), ((1, 2), (0, 1)))),
+            Sample((floats(rng, (3, 4)), ((2, 1), (3, 0))), {"mode": "reflect"}),
+            Sample((floats(rng, (1, 3)), ((2, 1), (1, 2))), {"mode": "replicate"}),
+            Sample((floats(rng, (0, 2)), 1))]
+
+
+def _tile(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (2, 3)),), {"repeat_times": (2, 1)}),
+            Sample((floats(rng, (3,)),), {"repeat_times": (2, 1, 2)}),
+            Sample((floats(rng, (1, 2)),), {"repeat_times": 0})]
+
+
+def _repeat(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (2, 3)),), {"repeats": 2, "axis": -1}),
+            Sample((floats(rng, (3, 2)),), {"repeats": (0, 2, 1), "axis": 0}),
+            Sample((floats(rng, (2, 2)),), {"repeats": 2})]
+
+
+def _flip(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (2, 3)),), {"axis": -1}),
+            Sample((floats(rng, (2, 1, 3)),), {"axis": None}),
+            Sample((floats(rng, (3, 2)),), {"axis": (0, 1)})]
+
+
+def _tensor_unfold(rng: np.random.Generator) -> list[Sample]:
+    """Overlapping windows, windows with gaps between them, one window."""
+    return [Sample((floats(rng, (2, 5)),), {"axis": -1, "size": 3, "step": 1}),
+            Sample((floats(rng, (7, 2)),), {"axis": 0, "size": 2, "step": 3}),
+            Sample((floats(rng, (3,)),), {"axis": 0, "size": 3, "step": 2})]
+
+
+def _tensor_fold(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (2, 3, 3)),), {"axis": -1, "size": 3, "step": 1,
+                                               "length": 5}),
+            Sample((floats(rng, (2, 2, 2)),), {"axis": 0, "size": 2, "step": 3,
+                                               "length": 6})]
+
+
+OPINFOS = [
+    OpInfo("slice", _slice, dtypes=_DT),
+    OpInfo("row_slice", _row_slice, dtypes=_DT),
+    OpInfo("select", _select, dtypes=_DT),
+    OpInfo("dynamic_slice", _dynamic_slice, dtypes=_DT),
+    OpInfo("dynamic_update_slice", _dynamic_update_slice, dtypes=_DT),
+    OpInfo("concatenate", _concatenate, dtypes=_DT),
+    OpInfo("split", _split, dtypes=_DT),
+    OpInfo("pad", _pad, dtypes=_DT),
+    OpInfo("tile", _tile, dtypes=_DT),
+    OpInfo("repeat", _repeat, dtypes=_DT),
+    OpInfo("flip", _flip, dtypes=_DT),
+    OpInfo("tensor_unfold", _tensor_unfold, dtypes=_DT),
+    OpInfo("tensor_fold", _tensor_fold, dtypes=_DT),
+]

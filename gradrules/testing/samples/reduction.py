@@ -1,10 +1,16 @@
-"""Samples of the reduction family."""
+"""Samples of the reduction family: axis None / int / tuple, negative axes,
+keepdims, size-1 and size-0 axes; prod with zeros (its gradient is exact
+there); var / std with ``correction``; logsumexp with -inf entries. Ties
+(max, min) and zero variance (std) are kinks that finite differences cannot
+check: tests/test_reduction.py covers them."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, floats
+
+_NUMERIC = FLOAT_DTYPES + INT_DTYPES[:1]
 
 
 def _sum(rng: np.random.Generator) -> list[Sample]:
@@ -14,4 +20,62 @@ def _sum(rng: np.random.Generator) -> list[Sample]:
             Sample((floats(rng, (0, 3)),), {"axis": 0})]
 
 
-OPINFOS = [OpInfo("sum", _sum, dtypes=FLOAT_DTYPES + INT_DTYPES[:1], dtype_tol=4.0)]
+def _mean(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (2, 3)),), {}),
+            Sample((floats(rng, (3, 1, 4)),), {"axis": (-1, 1), "keepdims": True}),
+            Sample((floats(rng, (2, 0)),), {"axis": 0})]
+
+
+def _prod(rng: np.random.Generator) -> list[Sample]:
+    x = floats(rng, (2, 4), 0.5, 1.5) * rng.choice([-1.0, 1.0], (2, 4))
+    x[0, 1] = 0.0                      # one zero in a row
+    y = floats(rng, (3, 1, 2), 0.5, 1.5)
+    y[0, 0, 0] = y[2, 0, 1] = 0.0      # two zeros in one reduced slice
+    return [Sample((x,), {"axis": -1}),
+            Sample((y,), {"axis": (0, 2), "keepdims": True}),
+            Sample((floats(rng, (0, 2)),), {})]
+
+
+def distinct(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Values a step of 0.25 apart, shuffled: no ties, so finite differences
+    of max, sort, cummax ... never straddle a kink."""
+    return rng.permutation(np.arange(int(np.prod(shape))) * 0.25 - 1.0).reshape(shape)
+
+
+def _extremum(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((distinct(rng, (2, 3)),), {}),
+            Sample((distinct(rng, (2, 3, 4)),), {"axis": (0, -1), "keepdims": True}),
+            Sample((distinct(rng, (0, 1)),), {"axis": -1})]
+
+
+def _std(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (2, 3)),), {}),
+            Sample((floats(rng, (2, 3, 4)),), {"axis": (0, -1), "correction": 2.5,
+                                               "keepdims": True}),
+            Sample((floats(rng, (2, 0)),), {"axis": 0, "correction": 0})]
+
+
+def _var(rng: np.random.Generator) -> list[Sample]:
+    """std's samples with a size-1 axis (variance 0, where std has a kink)."""
+    return _std(rng)[:2] + [Sample((floats(rng, (2, 1)),), {"axis": -1, "correction": 0})]
+
+
+def _logsumexp(rng: np.random.Generator) -> list[Sample]:
+    x = floats(rng, (2, 4))
+    x[0, 2] = x[1, 0] = -np.inf        # -inf entries get derivative 0
+    return [Sample((x,), {}),
+            Sample((floats(rng, (1, 3, 2)),), {"axis": (0, -1), "keepdims": True}),
+            Sample((floats(rng, (2, 0)),), {"axis": 0})]
+
+
+OPINFOS = [
+    OpInfo("sum", _sum, dtypes=_NUMERIC, dtype_tol=4.0),
+    OpInfo("mean", _mean, dtype_tol=4.0),
+    OpInfo("prod", _prod, dtypes=_NUMERIC, dtype_tol=4.0),
+    OpInfo("max", _extremum, dtypes=_NUMERIC),
+    OpInfo("min", _extremum, dtypes=_NUMERIC),
+    OpInfo("var", _var, dtype_tol=4.0),
+    OpInfo("std", _std, dtype_tol=4.0),
+    OpInfo("var_mean", _var, dtype_tol=4.0),
+    OpInfo("logsumexp", _logsumexp, dtype_tol=4.0),
+]

@@ -1,3 +1,40 @@
-"""Samples of the sort family. Sorting and selection: sort, argsort, topk, argmax, argmin."""
+"""Samples of the sort family: every axis (negative ones too), descending,
+k from 0 to the axis size, size-1 and size-0 axes. Values are distinct (ties
+are kinks that finite differences cannot check; tests/test_sort.py covers
+how ties are broken and where their gradient goes)."""
 
-OPINFOS: list = []
+from __future__ import annotations
+
+import numpy as np
+
+from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample
+from .reduction import distinct
+
+_NUMERIC = FLOAT_DTYPES + INT_DTYPES[:1]
+
+
+def _sort(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((distinct(rng, (2, 4)),), {}),
+            Sample((distinct(rng, (3, 1, 2)),), {"axis": 0, "descending": True}),
+            Sample((distinct(rng, (0, 3)),), {"axis": 0})]
+
+
+def _topk(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((distinct(rng, (2, 5)),), {"k": 3}),
+            Sample((distinct(rng, (4, 2)),), {"k": 4, "axis": 0, "largest": False}),
+            Sample((distinct(rng, (2, 1, 3)),), {"k": 1, "axis": -2})]
+
+
+def _arg_extremum(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((distinct(rng, (2, 3)),), {}),
+            Sample((distinct(rng, (2, 3, 4)),), {"axis": -1, "keepdims": True}),
+            Sample((distinct(rng, (3, 2)),), {"axis": None, "keepdims": True})]
+
+
+OPINFOS = [
+    OpInfo("sort", _sort, dtypes=_NUMERIC),
+    OpInfo("argsort", _sort, dtypes=_NUMERIC),
+    OpInfo("topk", _topk, dtypes=_NUMERIC),
+    OpInfo("argmax", _arg_extremum, dtypes=_NUMERIC),
+    OpInfo("argmin", _arg_extremum, dtypes=_NUMERIC),
+]

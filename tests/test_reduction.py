@@ -1,0 +1,208 @@
+"""Reductions: the semantics the sample table cannot hold (ties, zero
+variance, all -inf slices are kinks or infinities for finite differences),
+exact gradients of prod at zeros, and bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import gradrules
+from gradrules.primitives import reduction as red
+
+ORDERS = {"grad": jax.grad, "jacfwd": jax.jacfwd, "hessian": jax.hessian,
+          "third": lambda f: jax.jacfwd(jax.hessian(f))}
+
+
+def _total(fn, **kw):
+    return lambda x: red.sum(fn(x, **kw))
+
+
+# ------------------------------------------------------------------ values
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "max", "min", "logsumexp"])
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (-1, True), ((0, 2), False),
+                                           ((), False)])
+def test_values_match_numpy(name, axis, keepdims) -> None:
+    x = np.random.default_rng(0).uniform(-1, 1, (2, 3, 4))
+    ref = {"logsumexp": jax.nn.logsumexp}.get(name) or getattr(np, name)
+    got = getattr(red, name)(x, axis=axis, keepdims=keepdims)
+    np.testing.assert_allclose(got, ref(x, axis=axis, keepdims=keepdims), rtol=1e-12)
+
+
+@pytest.mark.parametrize("correction", [0, 1, 2.5])
+def test_var_std_correction(correction) -> None:
+    x = np.random.default_rng(1).uniform(-1, 1, (3, 5))
+    want = np.var(x, axis=1, ddof=correction)
+    np.testing.assert_allclose(red.var(x, axis=1, correction=correction), want, rtol=1e-12)
+    np.testing.assert_allclose(red.std(x, axis=-1, correction=correction), np.sqrt(want),
+                               rtol=1e-12)
+    v, m = red.var_mean(x, axis=1, correction=correction, keepdims=True)
+    np.testing.assert_allclose(v, want[:, None], rtol=1e-12)
+    np.testing.assert_allclose(m, x.mean(1, keepdims=True), rtol=1e-12)
+    assert np.isclose(red.var(x), np.var(x, ddof=1))      # the default: unbiased
+
+
+def test_amax_amin_are_max_min() -> None:
+    assert red.amax is red.max and red.amin is red.min
+    assert gradrules.get_op("amax") is gradrules.get_op("max")
+    assert gradrules.get_op("amin") is gradrules.get_op("min")
+
+
+# -------------------------------------------------------------------- ties
+@pytest.mark.parametrize("name,sign", [("max", 1.0), ("min", -1.0)])
+def test_ties_share_the_gradient_evenly(name, sign) -> None:
+    fn = getattr(red, name)
+    x = sign * np.array([[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 0.0]])
+    g = jax.grad(_total(fn, axis=1))(x)
+    np.testing.assert_allclose(g, [[0, 0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3, 0]], rtol=1e-15)
+    # forward mode shares the same way, and over several axes
+    jf = jax.jacfwd(lambda v: fn(v, axis=(0, 1)))(x)
+    np.testing.assert_allclose(jf, np.where(x == fn(x), 1 / 3, 0.0), rtol=1e-15)
+    np.testing.assert_array_equal(jax.hessian(_total(fn, axis=1))(x), 0.0)
+
+
+def test_ties_with_keepdims_and_negative_axis() -> None:
+    x = np.array([[2.0, 2.0], [1.0, 4.0]])
+    g = jax.grad(lambda v: red.sum(red.max(v, axis=-2, keepdims=True)))(x)
+    np.testing.assert_array_equal(g, [[1.0, 0.0], [0.0, 1.0]])
+    g = jax.grad(lambda v: red.sum(red.max(v, axis=-1, keepdims=True)))(x)
+    np.testing.assert_array_equal(g, [[0.5, 0.5], [0.0, 1.0]])
+
+
+# -------------------------------------------------------------------- prod
+def test_prod_gradient_at_zeros_is_the_product_of_the_others() -> None:
+    x = np.array([[2.0, 0.0, 3.0, 4.0], [0.0, 5.0, 0.0, 1.0], [1.0, 2.0, 3.0, 4.0]])
+    g = jax.grad(_total(red.prod, axis=1))(x)
+    np.testing.assert_array_equal(g, [[0, 24, 0, 0], [0, 0, 0, 0], [24, 12, 8, 6]])
+    assert np.isfinite(g).all()
+    np.testing.assert_array_equal(jax.jacfwd(lambda v: red.prod(v, axis=1))(x),
+                                  jax.jacfwd(lambda v: jnp.prod(v, axis=1))(x))
+
+
+@pytest.mark.parametrize("order", ["hessian", "third"])
+def test_prod_higher_derivatives_at_zeros_are_exact(order) -> None:
+    x = np.array([2.0, 0.0, 3.0, 0.0, -1.5])
+    ours = ORDERS[order](red.prod)(x)
+    want = ORDERS[order](jnp.prod)(x)     # jax's product tree: exact polynomials
+    np.testing.assert_allclose(ours, want, rtol=1e-13, atol=1e-13)
+    assert np.abs(ours).max() > 0         # not trivially zero: two zeros leave a pair
+
+
+def test_prod_over_several_axes_with_keepdims() -> None:
+    x = np.array([[[1.0, 0.0], [2.0, 3.0]], [[0.5, 2.0], [0.0, 4.0]]])
+    f = lambda v: red.prod(v, axis=(0, -1), keepdims=True)     # noqa: E731
+    np.testing.assert_allclose(jax.jacrev(f)(x), jax.jacrev(
+        lambda v: jnp.prod(v, axis=(0, -1), keepdims=True))(x), rtol=1e-14)
+
+
+# --------------------------------------------------------------------- std
+@pytest.mark.parametrize("order", list(ORDERS))
+def test_std_at_zero_variance_has_zero_derivatives(order) -> None:
+    x = np.array([[0.7, 0.7, 0.7], [1.0, 2.0, 4.0]])
+    d = np.asarray(ORDERS[order](lambda v: red.std(v, axis=1)[0])(x))
+    assert np.isfinite(d).all()
+    np.testing.assert_array_equal(d[0], 0.0)
+    if order == "grad":   # the other row is untouched by the guard
+        np.testing.assert_allclose(jax.grad(lambda v: red.std(v, axis=1)[1])(x),
+                                   jax.grad(lambda v: jnp.std(v, axis=1, ddof=1)[1])(x))
+
+
+def test_std_over_a_size_1_axis() -> None:
+    x = np.array([[1.5], [-2.0]])
+    assert (red.std(x, axis=1, correction=0) == 0).all()
+    g = jax.grad(_total(red.std, axis=1, correction=0))(x)
+    np.testing.assert_array_equal(g, 0.0)
+
+
+def test_var_of_too_few_elements_is_inf_or_nan_as_jax_numpy() -> None:
+    x = np.array([[1.0, 2.0], [3.0, 3.0]])
+    np.testing.assert_array_equal(red.var(x, axis=1, correction=2),
+                                  jnp.var(x, axis=1, ddof=2))
+
+
+# --------------------------------------------------------------- logsumexp
+@pytest.mark.parametrize("order", list(ORDERS))
+def test_logsumexp_of_an_all_minus_inf_slice(order) -> None:
+    x = np.array([[-np.inf, -np.inf, -np.inf], [0.5, -np.inf, 1.0]])
+    assert red.logsumexp(x, axis=1)[0] == -np.inf
+    d = np.asarray(ORDERS[order](lambda v: red.logsumexp(v, axis=1)[0])(x))
+    np.testing.assert_array_equal(d, 0.0)
+    d1 = np.asarray(ORDERS[order](lambda v: red.logsumexp(v, axis=1)[1])(x))
+    assert np.isfinite(d1).all()
+    if order == "grad":
+        p = np.exp(x[1] - np.logaddexp(0.5, 1.0))
+        np.testing.assert_allclose(d1[1], p, rtol=1e-14)
+
+
+def test_logsumexp_over_a_size_0_axis_is_minus_inf() -> None:
+    out = red.logsumexp(np.ones((0, 3)), axis=0)
+    np.testing.assert_array_equal(out, [-np.inf] * 3)
+
+
+def test_logsumexp_is_stable_for_large_inputs() -> None:
+    x = np.array([1000.0, 1000.0])
+    np.testing.assert_allclose(red.logsumexp(x), 1000.0 + np.log(2.0), rtol=1e-15)
+    # exp(x - out): out = 1000 + log 2 carries a rounding of ulp(1000) ~ 1e-13
+    np.testing.assert_allclose(jax.grad(red.logsumexp)(x), [0.5, 0.5], rtol=1e-12)
+
+
+def test_mean_transpose_scales_by_the_count() -> None:
+    t = jax.linear_transpose(lambda v: red.mean(v, axis=(0, 2)), np.ones((2, 3, 4)))
+    (ct,) = t(np.arange(3.0))
+    np.testing.assert_allclose(ct, np.broadcast_to(np.arange(3.0)[None, :, None] / 8,
+                                                   (2, 3, 4)))
+
+
+# --------------------------------------------------------------- bad input
+@pytest.mark.parametrize("name", ["mean", "prod", "max", "min", "var", "std", "var_mean",
+                                  "logsumexp"])
+def test_bad_axes(name) -> None:
+    fn = getattr(red, name)
+    x = jnp.ones((2, 3))
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: axis=2 is out of range for "
+                                         r"an array of rank 2"):
+        fn(x, axis=2)
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: axis=-3 is out of range"):
+        fn(x, axis=(0, -3))
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: repeated axis"):
+        fn(x, axis=(1, -1))
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: axis must be an int, got 1.0"):
+        fn(x, axis=(1.0,))
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: axis must be None, an int or "
+                                        r"a tuple of ints, got 0.5"):
+        fn(x, axis=0.5)
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: keepdims must be a bool"):
+        fn(x, axis=0, keepdims=1)
+
+
+@pytest.mark.parametrize("name", ["mean", "var", "std", "var_mean", "logsumexp"])
+def test_float_only_reductions_reject_integers(name) -> None:
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: argument x must have a "
+                                        r"floating dtype, got int"):
+        getattr(red, name)(jnp.arange(3))
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_over_a_size_0_axis(name) -> None:
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: cannot reduce x with shape "
+                                         r"\(0, 3\) over a size-0 axis"):
+        getattr(red, name)(jnp.ones((0, 3)), axis=0)
+    assert getattr(red, name)(jnp.ones((0, 3)), axis=1).shape == (0,)
+
+
+@pytest.mark.parametrize("name", ["var", "std", "var_mean"])
+def test_bad_correction(name) -> None:
+    fn = getattr(red, name)
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: correction must be finite and "
+                                         r">= 0, got -1"):
+        fn(jnp.ones(3), correction=-1)
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: correction must be a number, "
+                                        r"got True"):
+        fn(jnp.ones(3), correction=True)
+
+
+def test_errors_at_trace_time() -> None:
+    with pytest.raises(ValueError, match=r"gradrules\.prod: axis=3 is out of range"):
+        jax.jit(lambda v: red.prod(v, axis=3)).lower(jax.ShapeDtypeStruct((2, 3), jnp.float32))
+    with pytest.raises(TypeError, match=r"gradrules\.mean: argument x is complex"):
+        red.mean(jnp.ones(2, jnp.complex64))

@@ -1,0 +1,152 @@
+"""Scans: values along every axis, cumsum's transpose, exact cumprod
+derivatives at zeros, cummax's routing of ties, the linear_recurrence helper,
+and bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gradrules._jax import iter_eqns
+from gradrules.primitives import scan as sc
+from gradrules.primitives.reduction import sum as gr_sum
+
+X = np.random.default_rng(0).uniform(-1, 1, (2, 3, 4))
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -3])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_values_along_every_axis(axis, reverse) -> None:
+    def ref(fn, x):
+        y = np.flip(x, axis) if reverse else x
+        y = fn(y, axis=axis)
+        return np.flip(y, axis) if reverse else y
+    np.testing.assert_allclose(sc.cumsum(X, axis=axis, reverse=reverse), ref(np.cumsum, X),
+                               rtol=1e-12)
+    np.testing.assert_allclose(sc.cumprod(X, axis=axis, reverse=reverse), ref(np.cumprod, X),
+                               rtol=1e-12)
+    np.testing.assert_array_equal(sc.cummax(X, axis=axis, reverse=reverse),
+                                  ref(np.maximum.accumulate, X))
+
+
+def test_exclusive_cumprod() -> None:
+    x = np.array([[2.0, 3.0, 0.0, 5.0]])
+    np.testing.assert_array_equal(sc.cumprod(x, axis=1, exclusive=True), [[1, 2, 6, 0]])
+    np.testing.assert_array_equal(sc.cumprod(x, axis=1, exclusive=True, reverse=True),
+                                  [[0, 0, 5, 1]])
+
+
+def test_cumsum_transpose_is_the_reversed_cumsum() -> None:
+    x = np.arange(4.0)
+    for reverse in (False, True):
+        (ct,) = jax.linear_transpose(lambda v: sc.cumsum(v, axis=0, reverse=reverse), x)(x)
+        np.testing.assert_allclose(ct, sc.cumsum(x, axis=0, reverse=not reverse))
+    jaxpr = jax.make_jaxpr(jax.grad(lambda v: gr_sum(sc.cumsum(v, axis=0) ** 2)))(x)
+    scans = [e.params["reverse"] for e in iter_eqns(jaxpr) if e.primitive.name == "cumsum"]
+    assert scans == [False, True], scans
+
+
+def test_integer_scans() -> None:
+    x = np.array([3, -1, 4, 1, -5], np.int32)
+    assert sc.cumsum(x, axis=0).dtype == np.int32
+    np.testing.assert_array_equal(sc.cumprod(x, axis=0), np.cumprod(x))
+    np.testing.assert_array_equal(sc.cummax(x, axis=0), [3, 3, 4, 4, 4])
+
+
+# ------------------------------------------------------------------ cumprod
+def test_cumprod_gradient_with_zeros_is_exact() -> None:
+    x = np.array([2.0, 0.0, 3.0, 0.0, 4.0])
+    jac = jax.jacrev(lambda v: sc.cumprod(v, axis=0))(x)
+    want = np.array([[1, 0, 0, 0, 0], [0, 2, 0, 0, 0], [0, 6, 0, 0, 0],
+                     [0, 0, 0, 0, 0], [0, 0, 0, 0, 0]], float)
+    np.testing.assert_array_equal(jac, want)
+    np.testing.assert_array_equal(jax.jacfwd(lambda v: sc.cumprod(v, axis=0))(x), want)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_cumprod_hessian_and_third_derivative_at_zeros(reverse, exclusive) -> None:
+    x = np.array([1.5, 0.0, -2.0, 0.5, 0.0, 3.0])
+    w = np.arange(1.0, 7.0)
+
+    def ours(v):
+        return gr_sum(sc.cumprod(v, axis=0, reverse=reverse, exclusive=exclusive) * w)
+
+    def ref(v):
+        return jnp.sum(sc._cumprod_reference(v, axis=0, reverse=reverse,
+                                             exclusive=exclusive) * w)
+    for order in (jax.hessian, lambda f: jax.jacfwd(jax.hessian(f))):
+        got, want = order(ours)(x), order(ref)(x)
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+        assert np.abs(got).max() > 0
+
+
+# ------------------------------------------------------------------- cummax
+def test_cummax_routes_the_gradient_to_the_latest_tie() -> None:
+    x = np.array([1.0, 3.0, 3.0, 2.0, 5.0, 5.0, 0.0])
+    jac = jax.jacfwd(lambda v: sc.cummax(v, axis=0))(x)
+    np.testing.assert_array_equal(jac.argmax(1), [0, 1, 2, 2, 4, 5, 5])
+    np.testing.assert_array_equal(jac.sum(1), 1.0)
+    np.testing.assert_array_equal(jax.jacrev(lambda v: sc.cummax(v, axis=0))(x), jac)
+    # reverse: the latest in scan order is the smallest index
+    jac = jax.jacfwd(lambda v: sc.cummax(v, axis=0, reverse=True))(x)
+    np.testing.assert_array_equal(jac.argmax(1), [4, 4, 4, 4, 4, 5, 6])
+
+
+def test_cummax_along_a_middle_axis() -> None:
+    x = np.array([[[1.0, 4.0], [2.0, 0.0], [2.0, 5.0]]])
+    g = jax.grad(lambda v: gr_sum(sc.cummax(v, axis=-2)))(x)
+    np.testing.assert_array_equal(g, [[[1, 2], [1, 0], [1, 1]]])
+
+
+# -------------------------------------------------------- linear_recurrence
+@pytest.mark.parametrize("reverse", [False, True])
+def test_linear_recurrence_semantics_and_transpose(reverse) -> None:
+    rng = np.random.default_rng(1)
+    a, b = rng.uniform(-1, 1, (2, 5)), rng.uniform(-1, 1, (2, 5))
+    want = np.zeros_like(b)
+    for r in range(2):
+        for i in range(5):
+            js = range(i + 1, 5) if reverse else range(i)
+            want[r, i] = sum(b[r, j] * np.prod(a[r, min(i, j) + 1:max(i, j)]) for j in js)
+    np.testing.assert_allclose(sc.linear_recurrence(a, b, axis=1, reverse=reverse), want,
+                               rtol=1e-12, atol=1e-15)
+    (ct,) = jax.linear_transpose(lambda v: sc.linear_recurrence(a, v, axis=1, reverse=reverse),
+                                 b)(b)
+    np.testing.assert_allclose(ct, sc.linear_recurrence(a, b, axis=1, reverse=not reverse))
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize("name", ["cumsum", "cumprod", "cummax"])
+def test_bad_input(name) -> None:
+    fn = getattr(sc, name)
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: axis=2 is out of range for an "
+                                         r"array of rank 2"):
+        fn(jnp.ones((2, 3)), axis=2)
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: axis=-3 is out of range"):
+        fn(jnp.ones((2, 3)), axis=-3)
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: axis must be an int, got 0.0"):
+        fn(jnp.ones((2, 3)), axis=0.0)
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: axis must be an int, "
+                                        r"got \(0, 1\)"):
+        fn(jnp.ones((2, 3)), axis=(0, 1))
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: axis must be an int, got None"):
+        fn(jnp.ones((2, 3)), axis=None)
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: x must have at least one axis"):
+        fn(jnp.float32(1.0), axis=0)
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: reverse must be a bool"):
+        fn(jnp.ones(3), axis=0, reverse="yes")
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: argument x is complex"):
+        fn(jnp.ones(3, jnp.complex64), axis=0)
+
+
+def test_bad_recurrence_input() -> None:
+    with pytest.raises(ValueError, match=r"gradrules\.linear_recurrence: a and b must have "
+                                         r"one shape, got a with shape \(2, 3\) and b with "
+                                         r"shape \(3,\)"):
+        sc.linear_recurrence(jnp.ones((2, 3)), jnp.ones(3), axis=0)
+    with pytest.raises(TypeError, match=r"gradrules\.linear_recurrence: argument a must have "
+                                        r"a floating dtype, got int32"):
+        sc.linear_recurrence(jnp.ones(3, jnp.int32), jnp.ones(3, jnp.int32), axis=0)
+    with pytest.raises(TypeError, match=r"gradrules\.cumprod: exclusive must be a bool"):
+        sc.cumprod(jnp.ones(3), axis=0, exclusive=None)

@@ -1,0 +1,124 @@
+"""Sorting and selection: tie-breaking, where the gradient of sort / topk goes
+(to the selected elements, ties included), argmax / argmin, and bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gradrules.primitives import sort as so
+
+TIES = np.array([3.0, 1.0, 3.0, 2.0, 1.0])
+
+
+def test_sort_is_stable_and_matches_numpy() -> None:
+    values, idx = so.sort(TIES)
+    np.testing.assert_array_equal(values, np.sort(TIES))
+    np.testing.assert_array_equal(idx, [1, 4, 3, 0, 2])
+    values, idx = so.sort(TIES, descending=True)
+    np.testing.assert_array_equal(values, [3, 3, 2, 1, 1])
+    np.testing.assert_array_equal(idx, [0, 2, 3, 1, 4])     # equal elements keep order
+    np.testing.assert_array_equal(so.argsort(TIES, descending=True), idx)
+    x = np.random.default_rng(0).uniform(-1, 1, (3, 4, 2))
+    for axis in (0, 1, -1):
+        np.testing.assert_array_equal(so.sort(x, axis=axis)[0], np.sort(x, axis=axis))
+        np.testing.assert_array_equal(so.argsort(x, axis=axis), np.argsort(x, axis=axis))
+
+
+def test_sort_gradient_follows_the_indices_at_ties() -> None:
+    _, idx = so.sort(TIES)
+    perm = np.eye(5)[np.asarray(idx)]          # values = perm @ x
+    np.testing.assert_array_equal(jax.jacfwd(lambda v: so.sort(v)[0])(TIES), perm)
+    np.testing.assert_array_equal(jax.jacrev(lambda v: so.sort(v)[0])(TIES), perm)
+    np.testing.assert_array_equal(jax.hessian(lambda v: so.sort(v)[0][-1])(TIES), 0.0)
+
+
+def test_topk_ties_take_the_lower_index_and_the_gradient() -> None:
+    values, idx = so.topk(TIES, k=3)
+    np.testing.assert_array_equal(values, [3, 3, 2])
+    np.testing.assert_array_equal(idx, [0, 2, 3])
+    g = jax.grad(lambda v: jnp.sum(so.topk(v, k=3)[0] * np.array([1.0, 10.0, 100.0])))(TIES)
+    np.testing.assert_array_equal(g, [1, 0, 10, 100, 0])
+    values, idx = so.topk(TIES, k=2, largest=False)
+    np.testing.assert_array_equal(values, [1, 1])
+    np.testing.assert_array_equal(idx, [1, 4])
+    g = jax.grad(lambda v: jnp.sum(so.topk(v, k=1, largest=False)[0]))(TIES)
+    np.testing.assert_array_equal(g, [0, 1, 0, 0, 0])
+
+
+def test_topk_k_edges_and_axes() -> None:
+    x = np.random.default_rng(1).uniform(-1, 1, (2, 5, 3))
+    v, i = so.topk(x, k=0, axis=1)
+    assert v.shape == i.shape == (2, 0, 3)
+    v, i = so.topk(x, k=5, axis=1)
+    np.testing.assert_array_equal(v, -np.sort(-x, axis=1))
+    v, i = so.topk(x, k=2, axis=-1)
+    np.testing.assert_array_equal(np.take_along_axis(x, np.asarray(i), -1), v)
+    g = jax.grad(lambda z: jnp.sum(so.topk(z, k=1, axis=0)[0]))(x)
+    np.testing.assert_array_equal(g, x == x.max(0, keepdims=True))
+
+
+def test_argmax_argmin() -> None:
+    x = np.array([[1, 5, 5], [7, 0, 7]])
+    assert so.argmax(x) == 3 and so.argmin(x) == 4        # first occurrence, flattened
+    assert so.argmax(np.array([2.0, 9.0, 9.0])) == 1
+    np.testing.assert_array_equal(so.argmax(x, axis=1), [1, 0])
+    np.testing.assert_array_equal(so.argmin(x, axis=-2), [0, 1, 0])
+    assert so.argmax(x, axis=None, keepdims=True).shape == (1, 1)
+    assert so.argmin(x, axis=0, keepdims=True).shape == (1, 3)
+    assert so.argmax(np.float32(2.0)) == 0
+    assert so.argmax(x).dtype == jnp.argmax(x).dtype == np.int64   # x64 in tests
+    _, t = jax.jvp(lambda v: so.argmax(v, axis=0), (x * 1.0,), (np.ones((2, 3)),))
+    assert t.dtype == jax.dtypes.float0
+
+
+def test_index_outputs_have_no_tangent() -> None:
+    x = np.array([0.3, -1.0, 2.0])
+    _, t_idx = jax.jvp(lambda v: so.sort(v)[1], (x,), (np.ones(3),))
+    assert t_idx.dtype == jax.dtypes.float0
+    _, t_idx = jax.jvp(lambda v: so.topk(v, k=2)[1], (x,), (np.ones(3),))
+    assert t_idx.dtype == jax.dtypes.float0
+
+
+# ---------------------------------------------------------------- bad input
+def test_bad_k() -> None:
+    x = jnp.ones((2, 3))
+    with pytest.raises(ValueError, match=r"gradrules\.topk: k=4 must be in \[0, 3\], the size "
+                                         r"of axis 1 of x with shape \(2, 3\)"):
+        so.topk(x, k=4)
+    with pytest.raises(ValueError, match=r"gradrules\.topk: k=-1 must be in \[0, 2\]"):
+        so.topk(x, k=-1, axis=0)
+    with pytest.raises(TypeError, match=r"gradrules\.topk: k must be an int, got 2.0"):
+        so.topk(x, k=2.0)
+    with pytest.raises(TypeError, match=r"gradrules\.topk: largest must be a bool"):
+        so.topk(x, k=1, largest=1)
+
+
+@pytest.mark.parametrize("name", ["sort", "argsort"])
+def test_bad_sort_input(name) -> None:
+    fn = getattr(so, name)
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: axis=2 is out of range"):
+        fn(jnp.ones((2, 3)), axis=2)
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: axis must be an int, got None"):
+        fn(jnp.ones((2, 3)), axis=None)
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: x must have at least one axis"):
+        fn(jnp.float32(1.0))
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: descending must be a bool"):
+        fn(jnp.ones(3), descending="no")
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: argument x is complex"):
+        fn(jnp.ones(3, jnp.complex64))
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_bad_arg_extremum_input(name) -> None:
+    fn = getattr(so, name)
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: axis must be None or an int, "
+                                        r"got \(0, 1\)"):
+        fn(jnp.ones((2, 3)), axis=(0, 1))
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: axis=-3 is out of range"):
+        fn(jnp.ones((2, 3)), axis=-3)
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: cannot reduce x with shape "
+                                         r"\(2, 0\) over a size-0 axis"):
+        fn(jnp.ones((2, 0)), axis=1)
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: keepdims must be a bool"):
+        fn(jnp.ones(3), keepdims=None)
