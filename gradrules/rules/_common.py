@@ -147,11 +147,6 @@ def broadcasting_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[int 
     return prim.bind(*moved, **params), 0
 
 
-def batch_rule(prim: Primitive, rule: Callable[..., Any]) -> Callable[..., Any]:
-    """``rule`` with the primitive bound as its first argument (a named partial)."""
-    return partial(rule, prim)
-
-
 def unary_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None],
                 **params: Any) -> tuple[Any, int | None]:
     """Batching of a primitive that acts on each element (or keeps the axes
