@@ -15,6 +15,18 @@ from .testing.check import CHECKS as CHECKS
 from .testing.check import check as check
 from .testing.report import Report as Report
 
+# activation
+from .primitives.activation import sigmoid as sigmoid
+from .primitives.activation import log_sigmoid as log_sigmoid
+from .primitives.activation import relu as relu
+from .primitives.activation import leaky_relu as leaky_relu
+from .primitives.activation import hardtanh as hardtanh
+from .primitives.activation import hardswish as hardswish
+from .primitives.activation import silu as silu
+from .primitives.activation import gelu as gelu
+from .primitives.activation import softplus as softplus
+from .primitives.activation import clamp as clamp
+
 # arithmetic
 from .primitives.arithmetic import add as add
 from .primitives.arithmetic import subtract as subtract
@@ -31,6 +43,9 @@ from .primitives.arithmetic import bias_add as bias_add
 from .primitives.arithmetic import scale as scale
 from .primitives.arithmetic import div_scale as div_scale
 
+# attention
+from .primitives.attention import attention as attention
+
 # compare
 from .primitives.compare import eq as eq
 from .primitives.compare import ne as ne
@@ -40,19 +55,129 @@ from .primitives.compare import gt as gt
 from .primitives.compare import ge as ge
 from .primitives.compare import where as where
 
+# conv
+from .primitives.conv import conv2d as conv2d
+from .primitives.conv import conv_transpose2d as conv_transpose2d
+
 # convert
 from .primitives.convert import convert_element_type as convert_element_type
 from .primitives.convert import copy as copy
 from .primitives.convert import assign as assign
 
+# gated
+from .primitives.gated import silu_gated as silu_gated
+from .primitives.gated import gelu_gated as gelu_gated
+from .primitives.gated import silu_rowsplit as silu_rowsplit
+
+# indexing
+from .primitives.indexing import gather as gather
+from .primitives.indexing import take as take
+from .primitives.indexing import index_select as index_select
+from .primitives.indexing import take_along_axis as take_along_axis
+from .primitives.indexing import scatter_add as scatter_add
+from .primitives.indexing import embedding as embedding
+from .primitives.indexing import c_embedding as c_embedding
+from .primitives.indexing import one_hot as one_hot
+from .primitives.indexing import scatter as scatter
+from .primitives.indexing import scatter_reduce as scatter_reduce
+from .primitives.indexing import index_put as index_put
+from .primitives.indexing import set_value as set_value
+from .primitives.indexing import slice_scatter as slice_scatter
+
+# layout
+from .primitives.layout import slice as slice
+from .primitives.layout import row_slice as row_slice
+from .primitives.layout import select as select
+from .primitives.layout import dynamic_slice as dynamic_slice
+from .primitives.layout import dynamic_update_slice as dynamic_update_slice
+from .primitives.layout import concatenate as concatenate
+from .primitives.layout import split as split
+from .primitives.layout import pad as pad
+from .primitives.layout import tile as tile
+from .primitives.layout import repeat as repeat
+from .primitives.layout import flip as flip
+from .primitives.layout import tensor_unfold as tensor_unfold
+from .primitives.layout import tensor_fold as tensor_fold
+
+# linalg
+from .primitives.linalg import matmul as matmul
+from .primitives.linalg import mm as mm
+from .primitives.linalg import bmm as bmm
+from .primitives.linalg import addmm as addmm
+from .primitives.linalg import linear as linear
+from .primitives.linalg import einsum as einsum
+from .primitives.linalg import fused_gemm_epilogue as fused_gemm_epilogue
+
+# logical
+from .primitives.logical import isfinite as isfinite
+from .primitives.logical import isnan as isnan
+from .primitives.logical import isinf as isinf
+from .primitives.logical import logical_not as logical_not
+from .primitives.logical import logical_and as logical_and
+from .primitives.logical import logical_or as logical_or
+from .primitives.logical import logical_xor as logical_xor
+from .primitives.logical import bitwise_not as bitwise_not
+from .primitives.logical import bitwise_and as bitwise_and
+from .primitives.logical import bitwise_or as bitwise_or
+from .primitives.logical import bitwise_xor as bitwise_xor
+
+# loss
+from .primitives.loss import cross_entropy as cross_entropy
+from .primitives.loss import fused_linear_cross_entropy as fused_linear_cross_entropy
+from .primitives.loss import nll_loss as nll_loss
+
+# norm
+from .primitives.norm import rms_norm as rms_norm
+from .primitives.norm import layer_norm as layer_norm
+from .primitives.norm import group_norm as group_norm
+from .primitives.norm import batch_norm as batch_norm
+
+# pool
+from .primitives.pool import avg_pool2d as avg_pool2d
+from .primitives.pool import adaptive_avg_pool2d as adaptive_avg_pool2d
+from .primitives.pool import max_pool2d as max_pool2d
+
+# random
+from .primitives.random import dropout as dropout
+from .primitives.random import uniform as uniform
+from .primitives.random import normal as normal
+from .primitives.random import exponential as exponential
+
 # reduction
 from .primitives.reduction import sum as sum
+from .primitives.reduction import mean as mean
+from .primitives.reduction import prod as prod
+from .primitives.reduction import max as max
+from .primitives.reduction import amax as amax
+from .primitives.reduction import min as min
+from .primitives.reduction import amin as amin
+from .primitives.reduction import var as var
+from .primitives.reduction import std as std
+from .primitives.reduction import var_mean as var_mean
+from .primitives.reduction import logsumexp as logsumexp
+
+# resample
+from .primitives.resample import upsample2d as upsample2d
+from .primitives.resample import pixel_shuffle as pixel_shuffle
+from .primitives.resample import pixel_unshuffle as pixel_unshuffle
+from .primitives.resample import unpatchify as unpatchify
+from .primitives.resample import patchify as patchify
+from .primitives.resample import grid_sample2d as grid_sample2d
+
+# rope
+from .primitives.rope import rope as rope
 
 # rounding
 from .primitives.rounding import floor as floor
 from .primitives.rounding import ceil as ceil
 from .primitives.rounding import round as round
 from .primitives.rounding import trunc as trunc
+
+# scan
+from .primitives.scan import cumsum as cumsum
+from .primitives.scan import cumprod as cumprod
+from .primitives.scan import cummax as cummax
+from .primitives.scan import linear_recurrence as linear_recurrence
 
 # shape
 from .primitives.shape import reshape as reshape
@@ -63,6 +188,28 @@ from .primitives.shape import broadcast_to as broadcast_to
 from .primitives.shape import expand_dims as expand_dims
 from .primitives.shape import unsqueeze as unsqueeze
 from .primitives.shape import squeeze as squeeze
+
+# softmax
+from .primitives.softmax import softmax as softmax
+from .primitives.softmax import log_softmax as log_softmax
+
+# sort
+from .primitives.sort import sort as sort
+from .primitives.sort import argsort as argsort
+from .primitives.sort import topk as topk
+from .primitives.sort import argmax as argmax
+from .primitives.sort import argmin as argmin
+
+# special
+from .primitives.special import erf as erf
+from .primitives.special import erfc as erfc
+from .primitives.special import erfinv as erfinv
+from .primitives.special import lgamma as lgamma
+from .primitives.special import digamma as digamma
+from .primitives.special import bessel_i0e as bessel_i0e
+from .primitives.special import bessel_i1e as bessel_i1e
+from .primitives.special import zeta as zeta
+from .primitives.special import polygamma as polygamma
 
 # unary
 from .primitives.unary import abs as abs

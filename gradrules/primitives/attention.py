@@ -1,1 +1,267 @@
-"""Primitives of the attention family. Attention (fused: forward, JVP and backward primitives)."""
+"""Primitives of the attention family: scaled dot-product attention with
+grouped-query heads, causal masking, a boolean mask and an additive bias.
+
+Fused as three primitives (DESIGN.md), each lowered blockwise to XLA by
+``_attention_xla`` (online softmax over key blocks; no ``[Sq, Sk]`` array
+beyond one block):
+
+* ``attention_p(q, k, v, mask, bias) -> (out, lse)``: the forward; ``lse`` is
+  the log-sum-exp of each row's scores ``[B, H, Sq]`` (``-inf`` for a row
+  whose keys are all masked), kept as the residual of the other two;
+* ``attention_jvp_p(q, k, v, mask, bias, out, lse, tq, tk, tv, tbias)
+  -> (t_out, t_lse)``: the tangent map, linear in ``tq, tk, tv, tbias``;
+* ``attention_vjp_p(q, k, v, mask, bias, out, lse, ct_out, ct_lse)
+  -> (dq, dk, dv, dbias)``: its transpose, the fused backward.
+
+``mask`` and ``bias`` are always operands, of rank 4 and broadcastable to
+``[B, H, Sq, Sk]``; the public function passes a ``(1, 1, 1, 1)`` True mask
+and zero bias when none is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .._jax import ShapedArray
+from ..core.meta import check_dtype, op_name
+from ..core.primitive import define_primitive
+from ..core.registry import OpDef, register_op
+from . import _attention_xla as xla
+from ._elementwise import as_array, promote
+from ._fused import acc_dtype, int_param, kernel_param, number_param, xla_lowering
+
+Array = jax.Array
+ArrayLike = jax.typing.ArrayLike
+FAMILY = "attention"
+OPERANDS = ("q", "k", "v", "mask", "bias")
+RESIDUALS = ("out", "lse")
+PARAMS = ("causal", "scale", "block_q", "block_k", "kernel")
+_OP = "attention"
+
+
+@dataclass(frozen=True)
+class BlockSizes:
+    """Query and key block sizes of the blockwise lowering (rows of q and of
+    k per step); the public function's ``block_q`` / ``block_k`` override them."""
+
+    block_q: int = 256
+    block_k: int = 512
+
+
+DEFAULT_BLOCKS = BlockSizes()
+
+
+# ---------------------------------------------------------- infer_meta
+def _check_qkv(q: Any, k: Any, v: Any) -> tuple[int, int, int, int, int]:
+    """(B, Sq, H, Sk, Hkv) of valid q, k, v; errors name the argument."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        check_dtype(_OP, name, x.dtype, "float")
+        if len(x.shape) != 4:
+            raise ValueError(f"{op_name(_OP)}: argument {name} must have rank 4 [batch, seq, "
+                             f"heads, head_dim], got shape {tuple(x.shape)}")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"{op_name(_OP)}: q, k and v must share one dtype, got {q.dtype}, "
+                        f"{k.dtype} and {v.dtype}")
+    B, Sq, H, D = q.shape
+    if tuple(k.shape) != tuple(v.shape) or k.shape[0] != B or k.shape[3] != D:
+        raise ValueError(f"{op_name(_OP)}: arguments k and v must have shape [batch, seq_k, "
+                         f"kv_heads, head_dim] with the batch and head_dim of q; got q "
+                         f"{tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}")
+    Sk, Hkv = k.shape[1], k.shape[2]
+    if Hkv == 0 or H % Hkv:
+        raise ValueError(f"{op_name(_OP)}: the {H} heads of q are not a multiple of the "
+                         f"{Hkv} heads of k and v (argument k with shape {tuple(k.shape)})")
+    return B, Sq, H, Sk, Hkv
+
+
+def _check_pair(name: str, x: Any, kind: str, full: tuple[int, ...]) -> None:
+    """A mask or bias: rank 4, each axis 1 or that of [B, H, Sq, Sk]."""
+    check_dtype(_OP, name, x.dtype, kind)
+    if len(x.shape) != 4 or any(d not in (1, f) for d, f in zip(x.shape, full)):
+        raise ValueError(f"{op_name(_OP)}: argument {name} with shape {tuple(x.shape)} does "
+                         f"not broadcast to [batch, heads, seq_q, seq_k] = {full}")
+
+
+def _same(name: str, x: Any, like: Any) -> None:
+    if tuple(x.shape) != tuple(like.shape) or x.dtype != like.dtype:
+        raise ValueError(f"{op_name(_OP)}: operand {name} must be {like.dtype}"
+                         f"{list(like.shape)}, got {x.dtype}{list(x.shape)}")
+
+
+def _outputs(q: Any, k: Any, v: Any, mask: Any, bias: Any) -> list[ShapedArray]:
+    B, Sq, H, Sk, _ = _check_qkv(q, k, v)
+    _check_pair("mask", mask, "bool", (B, H, Sq, Sk))
+    _check_pair("bias", bias, "float", (B, H, Sq, Sk))
+    if bias.dtype != q.dtype:
+        raise TypeError(f"{op_name(_OP)}: bias ({bias.dtype}) must have the dtype of q "
+                        f"({q.dtype})")
+    return [ShapedArray(q.shape, q.dtype), ShapedArray((B, H, Sq), acc_dtype(q.dtype))]
+
+
+def _attention_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any,
+                          **params: Any) -> list[ShapedArray]:
+    return _outputs(q, k, v, mask, bias)
+
+
+def _residuals(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: Any
+               ) -> list[ShapedArray]:
+    avals = _outputs(q, k, v, mask, bias)
+    _same("out", out, avals[0])
+    _same("lse", lse, avals[1])
+    return avals
+
+
+def _attention_jvp_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any,
+                              lse: Any, tq: Any, tk: Any, tv: Any, tbias: Any,
+                              **params: Any) -> list[ShapedArray]:
+    avals = _residuals(q, k, v, mask, bias, out, lse)
+    for name, t, x in (("tq", tq, q), ("tk", tk, k), ("tv", tv, v)):
+        _same(name, t, x)
+    if tbias.dtype != bias.dtype or len(tbias.shape) != 4 or any(
+            d not in (1, b) for d, b in zip(tbias.shape, bias.shape)):
+        raise ValueError(f"{op_name(_OP)}: tangent tbias {tbias.dtype}{list(tbias.shape)} "
+                         f"must broadcast to bias {bias.dtype}{list(bias.shape)}")
+    return avals
+
+
+def _attention_vjp_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any,
+                              lse: Any, ct_out: Any, ct_lse: Any,
+                              **params: Any) -> list[ShapedArray]:
+    avals = _residuals(q, k, v, mask, bias, out, lse)
+    _same("ct_out", ct_out, avals[0])
+    _same("ct_lse", ct_lse, avals[1])
+    return [ShapedArray(x.shape, x.dtype) for x in (q, k, v, bias)]
+
+
+attention_p = define_primitive(
+    "attention", family=FAMILY, operands=OPERANDS, params=PARAMS, multiple_results=True,
+    infer_meta=_attention_infer_meta, impl=xla_lowering(_OP, xla.forward))
+attention_jvp_p = define_primitive(
+    "attention_jvp", family=FAMILY, operands=OPERANDS + RESIDUALS + ("tq", "tk", "tv", "tbias"),
+    params=PARAMS, multiple_results=True, infer_meta=_attention_jvp_infer_meta,
+    impl=xla_lowering(_OP, xla.jvp))
+attention_vjp_p = define_primitive(
+    "attention_vjp", family=FAMILY, operands=OPERANDS + RESIDUALS + ("ct_out", "ct_lse"),
+    params=PARAMS, multiple_results=True, infer_meta=_attention_vjp_infer_meta,
+    impl=xla_lowering(_OP, xla.backward))
+
+
+# ------------------------------------------------------ public function
+def _pair_arg(name: str, x: Any, kind: str, like: Any) -> Any:
+    """A user mask or bias of rank <= 4, as a rank-4 array (leading 1s)."""
+    from .convert import convert_element_type
+    from .shape import reshape
+    x = as_array(_OP, name, x)
+    x = jnp.asarray(x) if isinstance(x, (bool, int, float, np.generic)) else x
+    check_dtype(_OP, name, jnp.result_type(x), kind)
+    if np.ndim(x) > 4:
+        raise ValueError(f"{op_name(_OP)}: argument {name} must have rank <= 4 (broadcastable "
+                         f"to [batch, heads, seq_q, seq_k]), got shape {np.shape(x)}")
+    if kind == "float" and jnp.result_type(x) != jnp.result_type(like):
+        x = convert_element_type(x, dtype=jnp.result_type(like))
+    if np.ndim(x) < 4:
+        x = reshape(x, (1,) * (4 - np.ndim(x)) + tuple(np.shape(x)))
+    return x
+
+
+def _block_param(name: str, value: Any, default: int) -> int:
+    if value is None:
+        return default
+    value = int_param(_OP, name, value)
+    if value < 1:
+        raise ValueError(f"{op_name(_OP)}: {name} must be >= 1, got {value}")
+    return value
+
+
+def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
+              scale: float | None = None, mask: ArrayLike | None = None,
+              bias: ArrayLike | None = None, block_q: int | None = None,
+              block_k: int | None = None) -> Array:
+    """Scaled dot-product attention, ``[batch, seq, heads, head_dim]`` layout.
+
+    ``q [B, Sq, H, D]``, ``k, v [B, Sk, Hkv, D]`` with ``H`` a multiple of
+    ``Hkv`` (grouped-query: query head h reads key/value head ``h // (H/Hkv)``).
+    With ``s_ij = scale * q_i . k_j + bias_ij`` (``scale`` defaults to
+    ``D ** -0.5``) over the keys j where ``mask_ij`` is True (and, with
+    ``causal``, ``j <= i + Sk - Sq``: aligned to the end, as in decoding)::
+
+        out_i = sum_j p_ij v_j,   p_ij = exp(s_ij - lse_i),   lse_i = log sum_j exp(s_ij)
+
+    A row whose keys are all masked gives ``out_i = 0``, with zero (finite)
+    derivatives. ``mask`` (bool, True = attend) and ``bias`` broadcast to
+    ``[B, H, Sq, Sk]``. ``block_q`` / ``block_k`` set the block sizes of the
+    blockwise CPU lowering (default ``DEFAULT_BLOCKS``); they never change
+    the result.
+
+    Derivatives: with ``ds_ij = scale (tq_i . k_j + q_i . tk_j) + tbias_ij``
+    the tangent is ``t_out_i = sum_j p_ij (ds_ij (v_j - out_i) + tv_j)``
+    (``attention_jvp_p``); its transpose, with ``g_ij = p_ij (ct_i . v_j -
+    ct_i . out_i)``, gives ``dq_i = scale sum_j g_ij k_j``, ``dk_j = scale
+    sum_i g_ij q_i``, ``dv_j = sum_i p_ij ct_i``, ``dbias_ij = g_ij``
+    (``attention_vjp_p``). Higher orders come from the JVP rules of those two.
+    """
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if np.ndim(as_array(_OP, name, x)) != 4:
+            raise ValueError(f"{op_name(_OP)}: argument {name} must have rank 4 [batch, seq, "
+                             f"heads, head_dim], got shape {np.shape(x)}")
+    q, k, v = promote(_OP, {"q": q, "k": k, "v": v}, "float")
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"{op_name(_OP)}: causal must be a bool, got {causal!r}")
+    head_dim = np.shape(q)[-1]
+    if scale is None:
+        if head_dim == 0:
+            raise ValueError(f"{op_name(_OP)}: head_dim is 0, so the default scale "
+                             "head_dim ** -0.5 is undefined; pass scale")
+        scale = head_dim ** -0.5
+    scale = number_param(_OP, "scale", scale)
+    mask = np.ones((1, 1, 1, 1), bool) if mask is None else _pair_arg("mask", mask, "bool", q)
+    bias = (np.zeros((1, 1, 1, 1), jnp.result_type(q)) if bias is None
+            else _pair_arg("bias", bias, "float", q))
+    params = dict(causal=bool(causal), scale=scale,
+                  block_q=_block_param("block_q", block_q, DEFAULT_BLOCKS.block_q),
+                  block_k=_block_param("block_k", block_k, DEFAULT_BLOCKS.block_k),
+                  kernel=kernel_param(_OP))
+    out, _ = attention_p.bind(q, k, v, mask, bias, **params)
+    return out
+
+
+@partial(jax.jit, static_argnames=("causal", "scale", "block_q", "block_k"))
+def attention_reference(q: Array, k: Array, v: Array, *, causal: bool = False,
+                        scale: float | None = None, mask: Array | None = None,
+                        bias: Array | None = None, block_q: int | None = None,
+                        block_k: int | None = None) -> Array:
+    """Plain jax.numpy attention (materialises the scores), safe at fully
+    masked rows: output 0 and zero derivatives there. Jitted, so that the
+    checker's derivatives of it compile once."""
+    q, k, v = (jnp.asarray(x) for x in (q, k, v))
+    _, Sq, H, D = q.shape
+    Sk, Hkv = k.shape[1], k.shape[2]
+    acc = acc_dtype(q.dtype)
+    scale = D ** -0.5 if scale is None else scale
+    group = H // Hkv
+    k, v = jnp.repeat(k, group, axis=2), jnp.repeat(v, group, axis=2)
+    s = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=acc) * scale
+    if bias is not None:
+        s = s + jnp.asarray(bias, acc)
+    valid = jnp.ones(s.shape, bool) if mask is None else jnp.broadcast_to(mask, s.shape)
+    if causal:
+        valid = valid & jnp.asarray(np.tril(np.ones((Sq, Sk), bool), Sk - Sq))
+    m = lax.stop_gradient(jnp.where(valid, s, -jnp.inf).max(-1, keepdims=True, initial=-jnp.inf))
+    m = jnp.where(jnp.isfinite(m), m, 0)
+    e = jnp.where(valid, jnp.exp(jnp.where(valid, s, m) - m), 0)
+    l = e.sum(-1, keepdims=True)
+    p = e / jnp.where(l > 0, l, 1)
+    return jnp.einsum("bhqk,bkhd->bqhd", p, v.astype(acc)).astype(q.dtype)
+
+
+register_op(OpDef("attention", FAMILY, attention,
+                  (attention_p, attention_jvp_p, attention_vjp_p), attention_reference,
+                  operands=("q", "k", "v")))

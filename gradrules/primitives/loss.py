@@ -1,1 +1,405 @@
-"""Primitives of the loss family. Losses: cross_entropy, nll_loss, fused_linear_cross_entropy."""
+"""Primitives of the loss family: cross_entropy and fused_linear_cross_entropy
+(fused: forward, tangent map and backward primitives each) and nll_loss.
+
+The class axis is the last one. Labels are integers (a float label array is a
+TypeError); ``ignore_index`` marks tokens that count for nothing. A label
+outside ``[0, classes)`` that is not ``ignore_index`` is a ValueError when
+the labels are concrete (eager calls); under ``jit`` or ``vmap`` the labels
+cannot be inspected at trace time, and such a token's loss and gradient are
+NaN (so the reduced loss is NaN): never a silently clipped label.
+
+16-bit logits are accumulated in float32: the per-token losses and the
+log-sum-exp residual are float32 and the reduced loss is cast back to the
+logits' dtype. The XLA lowerings are in ``_loss_xla.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from .._jax import ShapedArray
+from ..core.meta import check_dtype, op_name
+from ..core.primitive import define_primitive
+from ..core.registry import OpDef, register_op
+from . import _loss_xla as xla
+from ._elementwise import as_array, promote
+from ._fused import (acc_dtype, check_like, choice_param, float_array, int_param,
+                     kernel_param, number_param, xla_lowering)
+from .arithmetic import divide, multiply
+from .compare import eq, ne, where
+from .convert import convert_element_type
+from .reduction import sum as gr_sum
+from .shape import expand_dims, reshape
+
+Array = jax.Array
+ArrayLike = jax.typing.ArrayLike
+FAMILY = "loss"
+REDUCTIONS = ("mean", "sum", "none")
+CE_PARAMS = ("ignore_index", "label_smoothing", "z_loss", "kernel")
+FLCE_PARAMS = ("ignore_index", "label_smoothing", "z_loss", "block", "kernel")
+
+
+# ------------------------------------------------------------- validation
+def _check_labels(op: str, labels: Any, rows: tuple[int, ...], what: str) -> None:
+    check_dtype(op, "labels", labels.dtype, "int")
+    if tuple(labels.shape) != tuple(rows):
+        raise ValueError(f"{op_name(op)}: labels must have shape {tuple(rows)} ({what}), got "
+                         f"{tuple(labels.shape)}")
+
+
+def labels_arg(op: str, labels: Any, rows: tuple[int, ...], classes: int, ignore_index: int,
+               what: str) -> Any:
+    """Integer labels of shape ``rows``, each in [0, classes) or ignore_index
+    (checked when the labels are concrete)."""
+    labels = as_array(op, "labels", labels)
+    labels = jnp.asarray(labels) if isinstance(labels, (bool, int, float, np.generic)) else labels
+    dtype = jnp.result_type(labels)
+    if not jnp.issubdtype(dtype, jnp.integer):
+        raise TypeError(f"{op_name(op)}: argument labels must have an integer dtype, got "
+                        f"{dtype}")
+    _check_labels(op, jax.ShapeDtypeStruct(np.shape(labels), dtype), rows, what)
+    try:
+        concrete = np.asarray(labels)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return labels
+    bad = (concrete != ignore_index) & ((concrete < 0) | (concrete >= classes))
+    if bad.any():
+        raise ValueError(f"{op_name(op)}: labels must lie in [0, {classes}) or equal "
+                         f"ignore_index={ignore_index}; got {sorted(set(concrete[bad].tolist()))[:8]}")
+    return labels
+
+
+def loss_params(op: str, ignore_index: Any, label_smoothing: Any, z_loss: Any) -> dict[str, Any]:
+    return {"ignore_index": int_param(op, "ignore_index", ignore_index),
+            "label_smoothing": number_param(op, "label_smoothing", label_smoothing, lo=0.0,
+                                            hi=1.0),
+            "z_loss": number_param(op, "z_loss", z_loss, lo=0.0),
+            "kernel": kernel_param(op)}
+
+
+def one_hot(labels: Any, classes: int, dtype: Any, ignore_index: int) -> Any:
+    """``[labels == c]`` along a new last axis as ``dtype`` (bool or float), 0
+    on ignored tokens (gradrules ops)."""
+    hit = eq(expand_dims(labels, axis=-1), np.arange(classes, dtype=jnp.result_type(labels)))
+    hit = where(expand_dims(ne(labels, ignore_index), axis=-1), hit, False)
+    return hit if np.dtype(dtype) == np.bool_ else convert_element_type(hit, dtype=dtype)
+
+
+def reduce_loss(op: str, loss: Any, labels: Any, ignore_index: int, reduction: str,
+                dtype: Any, denominator: Any = None) -> Any:
+    """``none``: the per-token losses; ``sum``; ``mean``: the sum over the
+    ``denominator`` (default: the number of tokens not ignored), defined as 0
+    when that is 0. Cast to ``dtype`` at the end."""
+    choice_param(op, "reduction", reduction, REDUCTIONS)
+    if reduction == "sum":
+        loss = gr_sum(loss)
+    elif reduction == "mean":
+        if denominator is None:
+            denominator = gr_sum(convert_element_type(ne(labels, ignore_index),
+                                                      dtype=jnp.result_type(loss)))
+        denominator = where(eq(denominator, 0.0), 1.0, denominator)
+        loss = divide(gr_sum(loss), denominator)
+    if jnp.result_type(loss) != np.dtype(dtype):
+        loss = convert_element_type(loss, dtype=dtype)
+    return loss
+
+
+# ----------------------------------------------------------- cross_entropy
+def _ce_meta(logits: Any, labels: Any, **params: Any) -> tuple[ShapedArray, ShapedArray]:
+    check_dtype("cross_entropy", "logits", logits.dtype, "float")
+    if not logits.shape:
+        raise ValueError(f"{op_name('cross_entropy')}: logits must have a class axis, got a "
+                         "scalar")
+    _check_labels("cross_entropy", labels, logits.shape[:-1], "logits.shape[:-1]")
+    tok = ShapedArray(labels.shape, acc_dtype(logits.dtype))
+    return tok, tok
+
+
+def _ce_jvp_meta(logits: Any, labels: Any, lse: Any, t: Any, **params: Any
+                 ) -> tuple[ShapedArray, ShapedArray]:
+    tok, _ = _ce_meta(logits, labels)
+    check_like("cross_entropy_jvp", "lse", lse, tok.shape, tok.dtype)
+    check_like("cross_entropy_jvp", "t", t, logits.shape, logits.dtype)
+    return tok, tok
+
+
+def _ce_vjp_meta(logits: Any, labels: Any, lse: Any, g_loss: Any, g_lse: Any, **params: Any
+                 ) -> ShapedArray:
+    tok, _ = _ce_meta(logits, labels)
+    for name, a in (("lse", lse), ("g_loss", g_loss), ("g_lse", g_lse)):
+        check_like("cross_entropy_vjp", name, a, tok.shape, tok.dtype)
+    return ShapedArray(logits.shape, logits.dtype)
+
+
+cross_entropy_p = define_primitive(
+    "cross_entropy", family=FAMILY, operands=("logits", "labels"), params=CE_PARAMS,
+    infer_meta=_ce_meta, impl=xla_lowering("cross_entropy", xla.ce_forward),
+    multiple_results=True)
+cross_entropy_jvp_p = define_primitive(
+    "cross_entropy_jvp", family=FAMILY, operands=("logits", "labels", "lse", "t"),
+    params=CE_PARAMS, infer_meta=_ce_jvp_meta,
+    impl=xla_lowering("cross_entropy_jvp", xla.ce_jvp), multiple_results=True)
+cross_entropy_vjp_p = define_primitive(
+    "cross_entropy_vjp", family=FAMILY, operands=("logits", "labels", "lse", "g_loss", "g_lse"),
+    params=CE_PARAMS, infer_meta=_ce_vjp_meta,
+    impl=xla_lowering("cross_entropy_vjp", xla.ce_vjp))
+
+
+def cross_entropy(logits: ArrayLike, labels: ArrayLike, *, ignore_index: int = -100,
+                  label_smoothing: float = 0.0, z_loss: float = 0.0,
+                  reduction: str = "mean") -> Array:
+    """Softmax cross entropy of ``logits [..., V]`` against integer ``labels [...]``.
+
+    Per token, with ``lse = logsumexp(logits)``, ``eps = label_smoothing`` and
+    ``z = z_loss``: ``lse + z lse**2 - (1 - eps) logits[label] - eps
+    mean(logits)`` (the smoothed target puts ``eps / V`` on every class; the
+    z-loss term is PaLM's); 0 where ``label == ignore_index``. ``reduction``:
+    ``"mean"`` over the tokens not ignored (0 when every token is ignored),
+    ``"sum"`` or ``"none"``.
+
+    d loss / d logits = ``p (1 + 2 z lse) - (1 - eps) onehot(label) - eps / V``
+    with ``p = softmax(logits)``. Three primitives: ``cross_entropy`` (loss and
+    the ``lse`` residual), ``cross_entropy_jvp`` (tangents of both) and
+    ``cross_entropy_vjp`` (the logits' cotangent), transposes of each other.
+    ``-inf`` logits (masked classes) are fine; with label smoothing they make
+    the loss infinite, as in PyTorch. See the module docstring for labels.
+    """
+    op = "cross_entropy"
+    logits = float_array(op, "logits", logits)
+    if np.ndim(logits) < 1:
+        raise ValueError(f"{op_name(op)}: logits must have a class axis, got a scalar")
+    params = loss_params(op, ignore_index, label_smoothing, z_loss)
+    choice_param(op, "reduction", reduction, REDUCTIONS)
+    labels = labels_arg(op, labels, np.shape(logits)[:-1], np.shape(logits)[-1],
+                        params["ignore_index"], "logits.shape[:-1]")
+    loss, _ = cross_entropy_p.bind(logits, labels, **params)
+    return reduce_loss(op, loss, labels, params["ignore_index"], reduction,
+                       jnp.result_type(logits))
+
+
+def _reference_token_loss(logits: Array, labels: Array, ignore_index: int,
+                          label_smoothing: float, z_loss: float) -> Array:
+    x = logits.astype(jnp.promote_types(logits.dtype, jnp.float32))
+    lse = jax.nn.logsumexp(x, -1)
+    lse = jnp.where(jnp.isfinite(lse), lse, 0.0)
+    v = x.shape[-1]
+    picked = jnp.take_along_axis(x, jnp.clip(labels, 0, v - 1)[..., None], -1)[..., 0]
+    loss = lse + z_loss * lse ** 2 - (1 - label_smoothing) * picked
+    if label_smoothing:
+        loss = loss - label_smoothing * jnp.mean(x, -1)
+    return jnp.where(labels != ignore_index, loss, 0.0)
+
+
+def _reference_reduce(loss: Array, labels: Array, ignore_index: int, reduction: str,
+                      dtype: Any) -> Array:
+    if reduction == "sum":
+        loss = jnp.sum(loss)
+    elif reduction == "mean":
+        loss = jnp.sum(loss) / jnp.maximum(jnp.sum(labels != ignore_index), 1)
+    return loss.astype(dtype)
+
+
+def _cross_entropy_reference(logits: ArrayLike, labels: ArrayLike, *, ignore_index: int = -100,
+                             label_smoothing: float = 0.0, z_loss: float = 0.0,
+                             reduction: str = "mean") -> Array:
+    logits = jnp.asarray(logits)
+    loss = _reference_token_loss(logits, labels, ignore_index, label_smoothing, z_loss)
+    return _reference_reduce(loss, labels, ignore_index, reduction, logits.dtype)
+
+
+# ------------------------------------------------ fused_linear_cross_entropy
+def _flce_meta(h: Any, w: Any, labels: Any, **params: Any) -> tuple[ShapedArray, ShapedArray]:
+    op = "fused_linear_cross_entropy"
+    check_dtype(op, "h", h.dtype, "float")
+    if w.dtype != h.dtype:
+        raise TypeError(f"{op_name(op)}: h ({h.dtype}) and w ({w.dtype}) must share one dtype")
+    if len(h.shape) < 2 or len(w.shape) != len(h.shape) or w.shape[:-2] != h.shape[:-2]:
+        raise ValueError(f"{op_name(op)}: expected h [..., tokens, hidden] and w [..., hidden, "
+                         f"vocab] with the same leading axes, got h with shape {h.shape} and w "
+                         f"with shape {w.shape}")
+    if h.shape[-1] != w.shape[-2]:
+        raise ValueError(f"{op_name(op)}: hidden sizes do not match: h with shape {h.shape} "
+                         f"has hidden size {h.shape[-1]}, w with shape {w.shape} has "
+                         f"{w.shape[-2]}")
+    _check_labels(op, labels, h.shape[:-1], "h.shape[:-1]")
+    tok = ShapedArray(labels.shape, acc_dtype(h.dtype))
+    return tok, tok
+
+
+def _flce_jvp_meta(h: Any, w: Any, labels: Any, lse: Any, th: Any, tw: Any, **params: Any
+                   ) -> tuple[ShapedArray, ShapedArray]:
+    tok, _ = _flce_meta(h, w, labels)
+    check_like("fused_linear_cross_entropy_jvp", "lse", lse, tok.shape, tok.dtype)
+    check_like("fused_linear_cross_entropy_jvp", "th", th, h.shape, h.dtype)
+    check_like("fused_linear_cross_entropy_jvp", "tw", tw, w.shape, w.dtype)
+    return tok, tok
+
+
+def _flce_vjp_meta(h: Any, w: Any, labels: Any, lse: Any, g_loss: Any, g_lse: Any,
+                   **params: Any) -> tuple[ShapedArray, ShapedArray]:
+    tok, _ = _flce_meta(h, w, labels)
+    for name, a in (("lse", lse), ("g_loss", g_loss), ("g_lse", g_lse)):
+        check_like("fused_linear_cross_entropy_vjp", name, a, tok.shape, tok.dtype)
+    return ShapedArray(h.shape, h.dtype), ShapedArray(w.shape, w.dtype)
+
+
+fused_linear_cross_entropy_p = define_primitive(
+    "fused_linear_cross_entropy", family=FAMILY, operands=("h", "w", "labels"),
+    params=FLCE_PARAMS, infer_meta=_flce_meta,
+    impl=xla_lowering("fused_linear_cross_entropy", xla.flce_forward), multiple_results=True)
+fused_linear_cross_entropy_jvp_p = define_primitive(
+    "fused_linear_cross_entropy_jvp", family=FAMILY,
+    operands=("h", "w", "labels", "lse", "th", "tw"), params=FLCE_PARAMS,
+    infer_meta=_flce_jvp_meta, impl=xla_lowering("fused_linear_cross_entropy_jvp", xla.flce_jvp),
+    multiple_results=True)
+fused_linear_cross_entropy_vjp_p = define_primitive(
+    "fused_linear_cross_entropy_vjp", family=FAMILY,
+    operands=("h", "w", "labels", "lse", "g_loss", "g_lse"), params=FLCE_PARAMS,
+    infer_meta=_flce_vjp_meta, impl=xla_lowering("fused_linear_cross_entropy_vjp", xla.flce_vjp),
+    multiple_results=True)
+
+
+def fused_linear_cross_entropy(h: ArrayLike, w: ArrayLike, labels: ArrayLike, *,
+                               ignore_index: int = -100, label_smoothing: float = 0.0,
+                               z_loss: float = 0.0, reduction: str = "mean") -> Array:
+    """``cross_entropy(h @ w, labels, ...)`` without making the logits.
+
+    ``h [..., hidden]`` (the tokens' hidden states), ``w [hidden, vocab]`` (the
+    vocabulary projection), ``labels [...]``; the parameters and the result are
+    those of ``cross_entropy``, and so are the derivatives: ``dh = dlogits
+    w^T``, ``dw = h^T dlogits``. On the CPU the logits are made one block of
+    ``xla.DEFAULT_BLOCKS`` tokens x vocabulary entries at a time (an online
+    log-sum-exp over vocabulary chunks), in the forward, the tangent map and
+    the backward alike, so memory stays at one block beyond the operands and
+    the gradients. A hidden size of h that differs from w's is a ValueError.
+    """
+    op = "fused_linear_cross_entropy"
+    h, w = float_array(op, "h", h), float_array(op, "w", w)
+    h, w = promote(op, {"h": h, "w": w}, "float")
+    if np.ndim(h) < 1 or np.ndim(w) != 2:
+        raise ValueError(f"{op_name(op)}: expected h [..., hidden] and w [hidden, vocab], got "
+                         f"h with shape {np.shape(h)} and w with shape {np.shape(w)}")
+    hidden, vocab = np.shape(w)
+    if np.shape(h)[-1] != hidden:
+        raise ValueError(f"{op_name(op)}: hidden sizes do not match: h with shape "
+                         f"{np.shape(h)} has hidden size {np.shape(h)[-1]}, w with shape "
+                         f"{np.shape(w)} has {hidden}")
+    params = loss_params(op, ignore_index, label_smoothing, z_loss)
+    choice_param(op, "reduction", reduction, REDUCTIONS)
+    rows = tuple(np.shape(h)[:-1])
+    labels = labels_arg(op, labels, rows, vocab, params["ignore_index"], "h.shape[:-1]")
+    tokens = int(np.prod(rows))
+    flat_labels = reshape(labels, (tokens,))
+    loss, _ = fused_linear_cross_entropy_p.bind(
+        reshape(h, (tokens, hidden)), w, flat_labels,
+        block=xla.DEFAULT_BLOCKS.for_shape(tokens, vocab), **params)
+    if reduction == "none":
+        loss = reshape(loss, rows)
+    return reduce_loss(op, loss, flat_labels, params["ignore_index"], reduction,
+                       jnp.result_type(h))
+
+
+def _fused_linear_cross_entropy_reference(h: ArrayLike, w: ArrayLike, labels: ArrayLike,
+                                          **kwargs: Any) -> Array:
+    return _cross_entropy_reference(jnp.matmul(h, w, precision="highest"), labels, **kwargs)
+
+
+# ---------------------------------------------------------------- nll_loss
+def _nll_meta(logp: Any, labels: Any, weight: Any, *, ignore_index: int) -> ShapedArray:
+    op = "nll_loss"
+    check_dtype(op, "logp", logp.dtype, "float")
+    if not logp.shape:
+        raise ValueError(f"{op_name(op)}: logp must have a class axis, got a scalar")
+    _check_labels(op, labels, logp.shape[:-1], "logp.shape[:-1]")
+    if weight.dtype != logp.dtype:
+        raise TypeError(f"{op_name(op)}: weight ({weight.dtype}) and logp ({logp.dtype}) must "
+                        "share one dtype")
+    if (not weight.shape or weight.shape[-1] != logp.shape[-1]
+            or len(weight.shape) > len(logp.shape)
+            or any(d not in (1, e) for d, e in zip(weight.shape[::-1], logp.shape[::-1]))):
+        raise ValueError(f"{op_name(op)}: weight must have shape ({logp.shape[-1]},) (one "
+                         f"weight per class), got {tuple(weight.shape)}")
+    return ShapedArray(labels.shape, logp.dtype)
+
+
+def _nll_impl(logp: Array, labels: Array, weight: Array, *, ignore_index: int) -> Array:
+    classes = logp.shape[-1]
+    idx = jnp.clip(labels, 0, classes - 1)[..., None]
+    picked = jnp.take_along_axis(logp, idx, -1)[..., 0]
+    w = jnp.take_along_axis(jnp.broadcast_to(weight, logp.shape), idx, -1)[..., 0]
+    return xla.masked(-w * picked, labels, classes, ignore_index)
+
+
+nll_loss_p = define_primitive("nll_loss", family=FAMILY, operands=("logp", "labels", "weight"),
+                              params=("ignore_index",), infer_meta=_nll_meta, impl=_nll_impl)
+
+
+def nll_loss(logp: ArrayLike, labels: ArrayLike, *, weight: ArrayLike | None = None,
+             ignore_index: int = -100, reduction: str = "mean") -> Array:
+    """Negative log likelihood ``-weight[label] * logp[..., label]`` per token
+    (``logp [..., C]`` log-probabilities, ``labels [...]`` integers), 0 on
+    ignored tokens. ``reduction="mean"`` divides the sum by the total weight
+    of the tokens not ignored (PyTorch's convention; 0 when that is 0).
+
+    Bilinear in (logp, weight): the tangent is ``nll(t_logp, w) + nll(logp,
+    t_w)``; the transpose puts ``-ct * weight[label]`` on the label's entry of
+    logp and ``-ct * logp[label]`` on the label's class weight. The class
+    weights (default 1) take a gradient like any operand.
+    """
+    op = "nll_loss"
+    logp = float_array(op, "logp", logp)
+    if np.ndim(logp) < 1:
+        raise ValueError(f"{op_name(op)}: logp must have a class axis, got a scalar")
+    classes = np.shape(logp)[-1]
+    ignore_index = int_param(op, "ignore_index", ignore_index)
+    choice_param(op, "reduction", reduction, REDUCTIONS)
+    labels = labels_arg(op, labels, np.shape(logp)[:-1], classes, ignore_index,
+                        "logp.shape[:-1]")
+    if weight is None:
+        weight = np.ones((classes,), jnp.result_type(logp))
+    weight = float_array(op, "weight", weight)
+    if np.shape(weight) != (classes,):
+        raise ValueError(f"{op_name(op)}: weight must have shape ({classes},) (one weight per "
+                         f"class), got {np.shape(weight)}")
+    logp, weight = promote(op, {"logp": logp, "weight": weight}, "float")
+    loss = nll_loss_p.bind(logp, labels, weight, ignore_index=ignore_index)
+    denominator = None
+    if reduction == "mean":
+        hot = one_hot(labels, classes, jnp.result_type(logp), ignore_index)
+        denominator = gr_sum(multiply(hot, weight))
+    return reduce_loss(op, loss, labels, ignore_index, reduction, jnp.result_type(logp),
+                       denominator)
+
+
+def _nll_loss_reference(logp: ArrayLike, labels: ArrayLike, *, weight: ArrayLike | None = None,
+                        ignore_index: int = -100, reduction: str = "mean") -> Array:
+    logp = jnp.asarray(logp)
+    classes = logp.shape[-1]
+    weight = jnp.ones((classes,), logp.dtype) if weight is None else jnp.asarray(weight)
+    valid = labels != ignore_index
+    idx = jnp.clip(labels, 0, classes - 1)
+    w = jnp.where(valid, weight[idx], 0.0)
+    loss = -w * jnp.take_along_axis(logp, idx[..., None], -1)[..., 0]
+    if reduction == "sum":
+        return jnp.sum(loss)
+    if reduction == "mean":
+        total = jnp.sum(w)
+        return jnp.sum(loss) / jnp.where(total == 0, 1.0, total)
+    return loss
+
+
+register_op(OpDef("cross_entropy", FAMILY, cross_entropy,
+                  (cross_entropy_p, cross_entropy_jvp_p, cross_entropy_vjp_p),
+                  _cross_entropy_reference, ("logits", "labels"), nondiff=("labels",)))
+register_op(OpDef("fused_linear_cross_entropy", FAMILY, fused_linear_cross_entropy,
+                  (fused_linear_cross_entropy_p, fused_linear_cross_entropy_jvp_p,
+                   fused_linear_cross_entropy_vjp_p),
+                  _fused_linear_cross_entropy_reference, ("h", "w", "labels"),
+                  nondiff=("labels",)))
+register_op(OpDef("nll_loss", FAMILY, nll_loss, (nll_loss_p,), _nll_loss_reference,
+                  ("logp", "labels"), linear=(("logp",),), nondiff=("labels",)))

@@ -1,1 +1,512 @@
-"""Primitives of the norm family. Normalisation: layer_norm, rms_norm, group_norm, batch_norm."""
+"""Primitives of the norm family: layer_norm and rms_norm over the last axis
+(fused: forward, tangent map and backward primitives each), group_norm (NCHW)
+and batch_norm (training and inference).
+
+All of them accumulate in float32 for 16-bit input (``_fused.acc_dtype``) and
+return the input's dtype; their statistics (mean, inverse rms / std) are kept
+in the accumulation dtype. ``eps`` must be > 0, which keeps an all-zero input
+finite in value and in every derivative (the inverse rms is ``eps**-0.5``).
+
+At the primitive level the affine operands (weight, gamma, bias) may have any
+shape that broadcasts against x with the normalised axis last (batching uses
+that); the public functions take the usual one-per-channel vectors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from .._jax import ShapedArray
+from ..core.meta import broadcast_shapes, check_dtype, op_name
+from ..core.primitive import define_primitive
+from ..core.registry import OpDef, register_op
+from ._elementwise import promote
+from ._fused import (acc_dtype, check_like, choice_param, eps_param, float_array, int_param,
+                     kernel_param, number_param, upcast, xla_lowering)
+from .shape import reshape
+
+Array = jax.Array
+ArrayLike = jax.typing.ArrayLike
+FAMILY = "norm"
+
+
+# ------------------------------------------------------------------ helpers
+def _check_affine(op: str, x: Any, named: dict[str, Any], *, last: bool = True) -> None:
+    """Affine operands share x's dtype and broadcast against it (the
+    normalised axis last, where ``last``)."""
+    for name, a in named.items():
+        if a.dtype != x.dtype:
+            raise TypeError(f"{op_name(op)}: {name} ({a.dtype}) and x ({x.dtype}) must share "
+                            "one dtype")
+        ok = len(a.shape) <= len(x.shape) and (not last or (a.shape and a.shape[-1] == x.shape[-1]))
+        if not ok or broadcast_shapes(op, {"x": x.shape, name: a.shape}) != tuple(x.shape):
+            raise ValueError(f"{op_name(op)}: {name} with shape {tuple(a.shape)} does not fit x "
+                             f"with shape {tuple(x.shape)}")
+
+
+def _rows_meta(op: str, x: Any) -> ShapedArray:
+    check_dtype(op, "x", x.dtype, "float")
+    if not x.shape:
+        raise ValueError(f"{op_name(op)}: x must have at least one axis, got a scalar")
+    return ShapedArray(x.shape[:-1], acc_dtype(x.dtype))
+
+
+def sum_to(x: Array, shape: tuple[int, ...]) -> Array:
+    """Sum ``x`` down to ``shape`` (the transpose of broadcasting; jax.numpy)."""
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
+                                      if d == 1 and x.shape[lead + i] != 1)
+    return jnp.sum(x, axes, keepdims=True).reshape(shape) if axes else x
+
+
+def _mean(x: Array) -> Array:
+    return jnp.mean(x, -1, keepdims=True)
+
+
+def _affine_arg(op: str, name: str, a: Any, x: Any, fill: float) -> Any:
+    """A per-channel vector of shape (x.shape[-1],); ``fill`` when None."""
+    d = np.shape(x)[-1]
+    if a is None:
+        return np.full((d,), fill, jnp.result_type(x))
+    a = float_array(op, name, a)
+    if np.shape(a) != (d,):
+        raise ValueError(f"{op_name(op)}: {name} must have shape ({d},) (x.shape[-1]), got "
+                         f"{np.shape(a)}")
+    return a
+
+
+def _rows_arg(op: str, x: Any) -> Any:
+    x = float_array(op, "x", x)
+    if np.ndim(x) < 1:
+        raise ValueError(f"{op_name(op)}: x must have at least one axis, got a scalar")
+    return x
+
+
+def _promote_all(op: str, named: dict[str, Any]) -> list[Any]:
+    return promote(op, {k: float_array(op, k, v) for k, v in named.items()}, "float")
+
+
+# ----------------------------------------------------------------- rms_norm
+RMS_PARAMS = ("eps", "weight_offset", "kernel")
+
+
+def _rms_norm_meta(x: Any, gamma: Any, **params: Any) -> tuple[ShapedArray, ShapedArray]:
+    stat = _rows_meta("rms_norm", x)
+    _check_affine("rms_norm", x, {"gamma": gamma})
+    return ShapedArray(x.shape, x.dtype), stat
+
+
+def _rms_norm_jvp_meta(x: Any, gamma: Any, rstd: Any, tx: Any, tgamma: Any,
+                       **params: Any) -> ShapedArray:
+    out, stat = _rms_norm_meta(x, gamma)
+    for name, a, like in (("rstd", rstd, stat), ("tx", tx, x), ("tgamma", tgamma, gamma)):
+        check_like("rms_norm_jvp", name, a, like.shape, like.dtype)
+    return out
+
+
+def _rms_norm_vjp_meta(x: Any, gamma: Any, rstd: Any, g: Any, **params: Any
+                       ) -> tuple[ShapedArray, ShapedArray]:
+    out, stat = _rms_norm_meta(x, gamma)
+    check_like("rms_norm_vjp", "rstd", rstd, stat.shape, stat.dtype)
+    check_like("rms_norm_vjp", "g", g, x.shape, x.dtype)
+    return out, ShapedArray(gamma.shape, gamma.dtype)
+
+
+def _rms_norm_impl(x: Array, gamma: Array, *, eps: float, weight_offset: float) -> list[Array]:
+    xf = upcast(x)
+    rstd = jax.lax.rsqrt(_mean(xf * xf) + eps)
+    out = xf * rstd * (upcast(gamma) + weight_offset)
+    return [out.astype(x.dtype), rstd[..., 0]]
+
+
+def _rms_norm_jvp_impl(x: Array, gamma: Array, rstd: Array, tx: Array, tgamma: Array, *,
+                       eps: float, weight_offset: float) -> Array:
+    r = rstd[..., None]
+    xhat, t = upcast(x) * r, upcast(tx)
+    t_xhat = r * (t - xhat * _mean(xhat * t))
+    out = t_xhat * (upcast(gamma) + weight_offset) + xhat * upcast(tgamma)
+    return out.astype(x.dtype)
+
+
+def _rms_norm_vjp_impl(x: Array, gamma: Array, rstd: Array, g: Array, *, eps: float,
+                       weight_offset: float) -> list[Array]:
+    r = rstd[..., None]
+    xhat, gf = upcast(x) * r, upcast(g)
+    gw = gf * (upcast(gamma) + weight_offset)
+    dx = r * (gw - xhat * _mean(gw * xhat))
+    return [dx.astype(x.dtype), sum_to(gf * xhat, gamma.shape).astype(gamma.dtype)]
+
+
+rms_norm_p = define_primitive("rms_norm", family=FAMILY, operands=("x", "gamma"),
+                              params=RMS_PARAMS, infer_meta=_rms_norm_meta,
+                              impl=xla_lowering("rms_norm", _rms_norm_impl),
+                              multiple_results=True)
+rms_norm_jvp_p = define_primitive(
+    "rms_norm_jvp", family=FAMILY, operands=("x", "gamma", "rstd", "tx", "tgamma"),
+    params=RMS_PARAMS, infer_meta=_rms_norm_jvp_meta,
+    impl=xla_lowering("rms_norm_jvp", _rms_norm_jvp_impl))
+rms_norm_vjp_p = define_primitive(
+    "rms_norm_vjp", family=FAMILY, operands=("x", "gamma", "rstd", "g"), params=RMS_PARAMS,
+    infer_meta=_rms_norm_vjp_meta, impl=xla_lowering("rms_norm_vjp", _rms_norm_vjp_impl),
+    multiple_results=True)
+
+
+def rms_norm(x: ArrayLike, gamma: ArrayLike | None = None, *, eps: float = 1e-6,
+             weight_offset: float = 0.0) -> Array:
+    """``x * rstd * (gamma + weight_offset)`` over the last axis, ``rstd =
+    rsqrt(mean(x**2) + eps)`` (the trainer's rmsnorm; ``weight_offset`` is its
+    rmsNormWeightOffset, e.g. 1 for gamma stored as gamma - 1). ``gamma=None``
+    means a scale of 1 (``weight_offset`` unused).
+
+    With ``xhat = x rstd``: tangent ``rstd (t - xhat mean(xhat t)) (gamma +
+    offset) + xhat t_gamma``; backward ``dx = rstd (gw - xhat mean(gw xhat))``
+    with ``gw = g (gamma + offset)``, ``dgamma = sum(g xhat)`` over the tokens.
+    Three primitives: ``rms_norm`` (out and the ``rstd`` residual),
+    ``rms_norm_jvp``, ``rms_norm_vjp``.
+    """
+    op = "rms_norm"
+    eps = eps_param(op, eps)
+    offset = number_param(op, "weight_offset", weight_offset) if gamma is not None else 0.0
+    x = _rows_arg(op, x)
+    x, gamma = _promote_all(op, {"x": x, "gamma": _affine_arg(op, "gamma", gamma, x, 1.0)})
+    out, _ = rms_norm_p.bind(x, gamma, eps=eps, weight_offset=offset, kernel=kernel_param(op))
+    return out
+
+
+def _rms_norm_reference(x: ArrayLike, gamma: ArrayLike | None = None, *, eps: float = 1e-6,
+                        weight_offset: float = 0.0) -> Array:
+    x = jnp.asarray(x)
+    xf = x.astype(acc_dtype(x.dtype))
+    out = xf * jax.lax.rsqrt(jnp.mean(xf * xf, -1, keepdims=True) + eps)
+    if gamma is not None:
+        out = out * (jnp.asarray(gamma).astype(xf.dtype) + weight_offset)
+    return out.astype(x.dtype)
+
+
+# --------------------------------------------------------------- layer_norm
+LN_PARAMS = ("eps", "kernel")
+
+
+def _layer_norm_meta(x: Any, weight: Any, bias: Any, **params: Any
+                     ) -> tuple[ShapedArray, ShapedArray, ShapedArray]:
+    stat = _rows_meta("layer_norm", x)
+    _check_affine("layer_norm", x, {"weight": weight, "bias": bias})
+    if weight.shape != bias.shape:
+        raise ValueError(f"{op_name('layer_norm')}: weight {tuple(weight.shape)} and bias "
+                         f"{tuple(bias.shape)} must have one shape")
+    return ShapedArray(x.shape, x.dtype), stat, stat
+
+
+def _layer_norm_jvp_meta(x: Any, weight: Any, mean: Any, rstd: Any, tx: Any, tw: Any, tb: Any,
+                         **params: Any) -> ShapedArray:
+    out, stat, _ = _layer_norm_meta(x, weight, weight)
+    for name, a, like in (("mean", mean, stat), ("rstd", rstd, stat), ("tx", tx, x),
+                          ("tw", tw, weight), ("tb", tb, weight)):
+        check_like("layer_norm_jvp", name, a, like.shape, like.dtype)
+    return out
+
+
+def _layer_norm_vjp_meta(x: Any, weight: Any, mean: Any, rstd: Any, g: Any, **params: Any
+                         ) -> tuple[ShapedArray, ShapedArray, ShapedArray]:
+    out, stat, _ = _layer_norm_meta(x, weight, weight)
+    for name, a, like in (("mean", mean, stat), ("rstd", rstd, stat), ("g", g, x)):
+        check_like("layer_norm_vjp", name, a, like.shape, like.dtype)
+    w = ShapedArray(weight.shape, weight.dtype)
+    return out, w, w
+
+
+def _layer_norm_impl(x: Array, weight: Array, bias: Array, *, eps: float) -> list[Array]:
+    xf = upcast(x)
+    mean = _mean(xf)
+    xc = xf - mean
+    rstd = jax.lax.rsqrt(_mean(xc * xc) + eps)
+    out = xc * rstd * upcast(weight) + upcast(bias)
+    return [out.astype(x.dtype), mean[..., 0], rstd[..., 0]]
+
+
+def _layer_norm_jvp_impl(x: Array, weight: Array, mean: Array, rstd: Array, tx: Array,
+                         tw: Array, tb: Array, *, eps: float) -> Array:
+    r = rstd[..., None]
+    xhat, t = (upcast(x) - mean[..., None]) * r, upcast(tx)
+    t_xhat = r * (t - _mean(t) - xhat * _mean(xhat * t))
+    out = t_xhat * upcast(weight) + xhat * upcast(tw) + upcast(tb)
+    return out.astype(x.dtype)
+
+
+def _layer_norm_vjp_impl(x: Array, weight: Array, mean: Array, rstd: Array, g: Array, *,
+                         eps: float) -> list[Array]:
+    r = rstd[..., None]
+    xhat, gf = (upcast(x) - mean[..., None]) * r, upcast(g)
+    gw = gf * upcast(weight)
+    dx = r * (gw - _mean(gw) - xhat * _mean(gw * xhat))
+    return [dx.astype(x.dtype), sum_to(gf * xhat, weight.shape).astype(weight.dtype),
+            sum_to(gf, weight.shape).astype(weight.dtype)]
+
+
+layer_norm_p = define_primitive("layer_norm", family=FAMILY, operands=("x", "weight", "bias"),
+                                params=LN_PARAMS, infer_meta=_layer_norm_meta,
+                                impl=xla_lowering("layer_norm", _layer_norm_impl),
+                                multiple_results=True)
+layer_norm_jvp_p = define_primitive(
+    "layer_norm_jvp", family=FAMILY, operands=("x", "weight", "mean", "rstd", "tx", "tw", "tb"),
+    params=LN_PARAMS, infer_meta=_layer_norm_jvp_meta,
+    impl=xla_lowering("layer_norm_jvp", _layer_norm_jvp_impl))
+layer_norm_vjp_p = define_primitive(
+    "layer_norm_vjp", family=FAMILY, operands=("x", "weight", "mean", "rstd", "g"),
+    params=LN_PARAMS, infer_meta=_layer_norm_vjp_meta,
+    impl=xla_lowering("layer_norm_vjp", _layer_norm_vjp_impl), multiple_results=True)
+
+
+def layer_norm(x: ArrayLike, weight: ArrayLike | None = None, bias: ArrayLike | None = None, *,
+               eps: float = 1e-5) -> Array:
+    """``(x - mean) rstd * weight + bias`` over the last axis, ``rstd =
+    rsqrt(var + eps)`` (biased variance). weight and bias have shape
+    ``(x.shape[-1],)``; None means 1 and 0.
+
+    With ``xhat = (x - mean) rstd``: tangent ``rstd (t - mean(t) - xhat
+    mean(xhat t)) weight + xhat t_w + t_b``; backward ``dx = rstd (gw -
+    mean(gw) - xhat mean(gw xhat))``, ``gw = g weight``, ``dweight = sum(g
+    xhat)``, ``dbias = sum(g)`` over the tokens. Three primitives:
+    ``layer_norm`` (out and the mean / rstd residuals), ``layer_norm_jvp``,
+    ``layer_norm_vjp``.
+    """
+    op = "layer_norm"
+    eps = eps_param(op, eps)
+    x = _rows_arg(op, x)
+    x, weight, bias = _promote_all(op, {"x": x, "weight": _affine_arg(op, "weight", weight, x, 1.0),
+                                        "bias": _affine_arg(op, "bias", bias, x, 0.0)})
+    out, _, _ = layer_norm_p.bind(x, weight, bias, eps=eps, kernel=kernel_param(op))
+    return out
+
+
+def _layer_norm_reference(x: ArrayLike, weight: ArrayLike | None = None,
+                          bias: ArrayLike | None = None, *, eps: float = 1e-5) -> Array:
+    x = jnp.asarray(x)
+    xf = x.astype(acc_dtype(x.dtype))
+    mean = jnp.mean(xf, -1, keepdims=True)
+    out = (xf - mean) * jax.lax.rsqrt(jnp.var(xf, -1, keepdims=True) + eps)
+    if weight is not None:
+        out = out * jnp.asarray(weight).astype(xf.dtype)
+    if bias is not None:
+        out = out + jnp.asarray(bias).astype(xf.dtype)
+    return out.astype(x.dtype)
+
+
+# --------------------------------------------------------------- group_norm
+def _group_norm_meta(x: Any, weight: Any, bias: Any, *, num_groups: int, eps: float
+                     ) -> ShapedArray:
+    op = "group_norm"
+    check_dtype(op, "x", x.dtype, "float")
+    if len(x.shape) < 2 or x.shape[1] % num_groups:
+        raise ValueError(f"{op_name(op)}: x must be [N, C, ...] with C divisible by "
+                         f"num_groups={num_groups}, got x with shape {tuple(x.shape)}")
+    _check_affine(op, x, {"weight": weight, "bias": bias}, last=False)
+    return ShapedArray(x.shape, x.dtype)
+
+
+def _group_norm_impl(x: Array, weight: Array, bias: Array, *, num_groups: int,
+                     eps: float) -> Array:
+    xf = upcast(x)
+    xg = xf.reshape(x.shape[:1] + (num_groups, -1))
+    xc = xg - _mean(xg)
+    xn = (xc * jax.lax.rsqrt(_mean(xc * xc) + eps)).reshape(x.shape)
+    return (xn * upcast(weight) + upcast(bias)).astype(x.dtype)
+
+
+group_norm_p = define_primitive("group_norm", family=FAMILY, operands=("x", "weight", "bias"),
+                                params=("num_groups", "eps"), infer_meta=_group_norm_meta,
+                                impl=_group_norm_impl)
+
+
+def _channel_arg(op: str, name: str, a: Any, x: Any, fill: float) -> Any:
+    """A per-channel vector (C,) laid out as (C, 1, ..., 1) against [N, C, ...]."""
+    c = np.shape(x)[1]
+    if a is None:
+        a = np.full((c,), fill, jnp.result_type(x))
+    a = float_array(op, name, a)
+    if np.shape(a) != (c,):
+        raise ValueError(f"{op_name(op)}: {name} must have shape ({c},) (x.shape[1], the "
+                         f"channels), got {np.shape(a)}")
+    return reshape(a, (c,) + (1,) * (np.ndim(x) - 2))
+
+
+def group_norm(x: ArrayLike, weight: ArrayLike | None = None, bias: ArrayLike | None = None, *,
+               num_groups: int, eps: float = 1e-5) -> Array:
+    """Group normalisation of ``x [N, C, *spatial]`` (NCHW): the C channels
+    fall into ``num_groups`` groups; each (sample, group) is normalised with
+    its mean and biased variance over its channels and spatial positions, then
+    ``* weight + bias`` per channel (shape (C,); None means 1 and 0).
+
+    One primitive; its JVP is the JVP of this composition written in
+    gradrules ops (so every order works), its batching folds the batch axis
+    into N.
+    """
+    op = "group_norm"
+    eps = eps_param(op, eps)
+    num_groups = int_param(op, "num_groups", num_groups)
+    x = float_array(op, "x", x)
+    if np.ndim(x) < 2:
+        raise ValueError(f"{op_name(op)}: x must be [N, C, ...], got shape {np.shape(x)}")
+    if num_groups < 1 or np.shape(x)[1] % num_groups:
+        raise ValueError(f"{op_name(op)}: num_groups={num_groups} must divide the "
+                         f"{np.shape(x)[1]} channels of x with shape {np.shape(x)}")
+    x, weight, bias = _promote_all(op, {"x": x, "weight": _channel_arg(op, "weight", weight, x, 1.0),
+                                        "bias": _channel_arg(op, "bias", bias, x, 0.0)})
+    return group_norm_p.bind(x, weight, bias, num_groups=num_groups, eps=eps)
+
+
+def _group_norm_reference(x: ArrayLike, weight: ArrayLike | None = None,
+                          bias: ArrayLike | None = None, *, num_groups: int,
+                          eps: float = 1e-5) -> Array:
+    x = jnp.asarray(x)
+    xg = x.astype(acc_dtype(x.dtype)).reshape(x.shape[:1] + (num_groups, -1))
+    xn = ((xg - xg.mean(-1, keepdims=True)) * jax.lax.rsqrt(xg.var(-1, keepdims=True) + eps))
+    xn = xn.reshape(x.shape)
+    lay = (-1,) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        xn = xn * jnp.asarray(weight).astype(xn.dtype).reshape(lay)
+    if bias is not None:
+        xn = xn + jnp.asarray(bias).astype(xn.dtype).reshape(lay)
+    return xn.astype(x.dtype)
+
+
+# --------------------------------------------------------------- batch_norm
+BN_PARAMS = ("training", "momentum", "eps", "data_format")
+
+
+def channel_axis(ndim: int, data_format: str) -> int:
+    return 1 if data_format == "NCHW" else ndim - 1
+
+
+def _batch_norm_meta(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: Any, *,
+                     training: bool, momentum: float, eps: float, data_format: str
+                     ) -> tuple[ShapedArray, ShapedArray, ShapedArray]:
+    op = "batch_norm"
+    check_dtype(op, "x", x.dtype, "float")
+    if len(x.shape) < 2:
+        raise ValueError(f"{op_name(op)}: x must have a batch and a channel axis, got shape "
+                         f"{tuple(x.shape)}")
+    c = x.shape[channel_axis(len(x.shape), data_format)]
+    for name, a in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if tuple(a.shape) != (c,) or a.dtype != x.dtype:
+            raise ValueError(f"{op_name(op)}: {name} must be {x.dtype}[{c}] (one per channel "
+                             f"of x with shape {tuple(x.shape)}, {data_format}), got "
+                             f"{a.dtype}{list(a.shape)}")
+    stat = ShapedArray((c,), x.dtype)
+    return ShapedArray(x.shape, x.dtype), stat, stat
+
+
+def _batch_norm_impl(x: Array, running_mean: Array, running_var: Array, weight: Array,
+                     bias: Array, *, training: bool, momentum: float, eps: float,
+                     data_format: str) -> list[Array]:
+    ch = channel_axis(x.ndim, data_format)
+    axes = tuple(a for a in range(x.ndim) if a != ch)
+    lay = tuple(-1 if a == ch else 1 for a in range(x.ndim))
+    xf, rm, rv = upcast(x), upcast(running_mean), upcast(running_var)
+    if training:
+        mean = jnp.mean(xf, axes)
+        var = jnp.mean(jnp.square(xf - mean.reshape(lay)), axes)
+        new_mean = momentum * rm + (1 - momentum) * mean
+        new_var = momentum * rv + (1 - momentum) * var
+    else:
+        mean, var, new_mean, new_var = rm, rv, rm, rv
+    scale = jax.lax.rsqrt(var + eps) * upcast(weight)
+    out = (xf - mean.reshape(lay)) * scale.reshape(lay) + upcast(bias).reshape(lay)
+    return [out.astype(x.dtype), new_mean.astype(x.dtype), new_var.astype(x.dtype)]
+
+
+batch_norm_p = define_primitive(
+    "batch_norm", family=FAMILY, operands=("x", "running_mean", "running_var", "weight", "bias"),
+    params=BN_PARAMS, infer_meta=_batch_norm_meta, impl=_batch_norm_impl, multiple_results=True)
+
+
+def batch_norm(x: ArrayLike, running_mean: ArrayLike, running_var: ArrayLike,
+               weight: ArrayLike | None = None, bias: ArrayLike | None = None, *,
+               training: bool, momentum: float = 0.9, eps: float = 1e-5,
+               data_format: str = "NCHW") -> tuple[Array, Array, Array]:
+    """Batch normalisation; returns ``(out, new_mean, new_var)``.
+
+    ``training=True``: ``out = (x - mean) rsqrt(var + eps) weight + bias``
+    with the batch statistics of each channel (mean and biased variance over
+    every axis but the channel axis: 1 for ``"NCHW"``, the last for
+    ``"NHWC"``), and the running statistics updated with Paddle's momentum
+    convention: ``new = momentum * running + (1 - momentum) * batch``.
+    ``training=False``: the running statistics normalise and are returned
+    unchanged. weight and bias are per channel (None means 1 and 0).
+
+    The running statistics are buffers: no gradient flows into
+    ``running_mean`` / ``running_var`` (their tangents are dropped, as Paddle's
+    batch_norm_grad has no gradient for them). Gradients flow through the batch
+    statistics into x, weight and bias, and ``new_mean`` / ``new_var`` have
+    their true derivative with respect to x (``(1 - momentum)`` times that of
+    the batch statistics; wrap them in ``jax.lax.stop_gradient`` to detach).
+    One primitive; the JVP is that of this composition in gradrules ops, so
+    Paddle's batch_norm_grad and batch_norm_double_grad come out of it.
+    """
+    op = "batch_norm"
+    if not isinstance(training, (bool, np.bool_)):
+        raise TypeError(f"{op_name(op)}: training must be a bool, got {training!r}")
+    eps = eps_param(op, eps)
+    momentum = number_param(op, "momentum", momentum, lo=0.0, hi=1.0)
+    data_format = choice_param(op, "data_format", data_format, ("NCHW", "NHWC"))
+    x = float_array(op, "x", x)
+    if np.ndim(x) < 2:
+        raise ValueError(f"{op_name(op)}: x must have a batch and a channel axis, got shape "
+                         f"{np.shape(x)}")
+    c = np.shape(x)[channel_axis(np.ndim(x), data_format)]
+    stats = {}
+    for name, a, fill in (("running_mean", running_mean, None), ("running_var", running_var, None),
+                          ("weight", weight, 1.0), ("bias", bias, 0.0)):
+        if a is None and fill is None:
+            raise TypeError(f"{op_name(op)}: {name} is required")
+        a = np.full((c,), fill, jnp.result_type(x)) if a is None else float_array(op, name, a)
+        if np.shape(a) != (c,):
+            raise ValueError(f"{op_name(op)}: {name} must have shape ({c},) (the channels of x "
+                             f"with shape {np.shape(x)}, {data_format}), got {np.shape(a)}")
+        stats[name] = a
+    args = _promote_all(op, {"x": x, **stats})
+    out, new_mean, new_var = batch_norm_p.bind(*args, training=bool(training),
+                                               momentum=momentum, eps=eps,
+                                               data_format=data_format)
+    return out, new_mean, new_var
+
+
+def _batch_norm_reference(x: ArrayLike, running_mean: ArrayLike, running_var: ArrayLike,
+                          weight: ArrayLike | None = None, bias: ArrayLike | None = None, *,
+                          training: bool, momentum: float = 0.9, eps: float = 1e-5,
+                          data_format: str = "NCHW") -> tuple[Array, Array, Array]:
+    x = jnp.asarray(x)
+    ch = channel_axis(x.ndim, data_format)
+    axes = tuple(a for a in range(x.ndim) if a != ch)
+    lay = tuple(-1 if a == ch else 1 for a in range(x.ndim))
+    rm = jax.lax.stop_gradient(jnp.asarray(running_mean))
+    rv = jax.lax.stop_gradient(jnp.asarray(running_var))
+    if training:
+        mean, var = jnp.mean(x, axes), jnp.var(x, axes)
+        new_mean, new_var = momentum * rm + (1 - momentum) * mean, momentum * rv + (1 - momentum) * var
+    else:
+        mean, var, new_mean, new_var = rm, rv, rm, rv
+    out = (x - mean.reshape(lay)) * jax.lax.rsqrt(var + eps).reshape(lay)
+    if weight is not None:
+        out = out * jnp.asarray(weight).reshape(lay)
+    if bias is not None:
+        out = out + jnp.asarray(bias).reshape(lay)
+    return out, new_mean, new_var
+
+
+register_op(OpDef("rms_norm", FAMILY, rms_norm, (rms_norm_p, rms_norm_jvp_p, rms_norm_vjp_p),
+                  _rms_norm_reference, ("x", "gamma")))
+register_op(OpDef("layer_norm", FAMILY, layer_norm,
+                  (layer_norm_p, layer_norm_jvp_p, layer_norm_vjp_p), _layer_norm_reference,
+                  ("x", "weight", "bias")))
+register_op(OpDef("group_norm", FAMILY, group_norm, (group_norm_p,), _group_norm_reference,
+                  ("x", "weight", "bias")))
+register_op(OpDef("batch_norm", FAMILY, batch_norm, (batch_norm_p,), _batch_norm_reference,
+                  ("x", "running_mean", "running_var", "weight", "bias"),
+                  nondiff=("running_mean", "running_var"), order=3))

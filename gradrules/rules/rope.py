@@ -1,1 +1,53 @@
-"""Rules of the rope family. Rotary position embedding (fused)."""
+"""Rules of the rope family. rope is linear in x: its JVP is rope of the
+tangent, its transpose is the inverse rotation (``inverse`` flipped), and
+positions take no tangent. Batching folds the vmapped axis into the batch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _jax
+from .._jax import is_zero
+from ..core.primitive import register_rules
+from ..primitives.rope import rope_p
+from ..primitives.shape import broadcast_to_p, expand_dims_p, reshape_p
+from ._common import batch_size, bdim_to_front
+
+
+def _rope_jvp(primals: Any, tangents: Any, *, theta: float, inverse: bool,
+              kernel: str) -> Any:
+    x, positions = primals
+    tx, _ = tangents
+    out = rope_p.bind(x, positions, theta=theta, inverse=inverse, kernel=kernel)
+    if is_zero(tx):
+        return out, _jax.zero_tangent(out)
+    return out, rope_p.bind(tx, positions, theta=theta, inverse=inverse, kernel=kernel)
+
+
+def _rope_transpose(ct: Any, x: Any, positions: Any, *, theta: float, inverse: bool,
+                    kernel: str) -> list[Any]:
+    return [rope_p.bind(ct, positions, theta=theta, inverse=not inverse, kernel=kernel), None]
+
+
+def _rope_batch(args: Any, dims: Any, *, theta: float, inverse: bool,
+                kernel: str) -> tuple[Any, int]:
+    """x [n, B, S, H, D] -> [n * B, S, H, D]; positions follow ([S] stays
+    shared when unbatched, otherwise [n * B, S])."""
+    (x, positions), (dx, dp) = args, dims
+    n = batch_size(args, dims)
+    x = bdim_to_front(x, dx, n)
+    b, s = np.shape(x)[1:3]
+    x = reshape_p.bind(x, new_sizes=(n * b,) + np.shape(x)[2:])
+    if dp is not None or np.ndim(positions) == 2:
+        positions = bdim_to_front(positions, dp, n)
+        if np.ndim(positions) == 2:                # [n, S]: one row per vmapped example
+            positions = expand_dims_p.bind(positions, axes=(1,))
+        positions = broadcast_to_p.bind(positions, shape=(n, b, s))
+        positions = reshape_p.bind(positions, new_sizes=(n * b, s))
+    out = rope_p.bind(x, positions, theta=theta, inverse=inverse, kernel=kernel)
+    return reshape_p.bind(out, new_sizes=(n, b) + np.shape(out)[1:]), 0
+
+
+register_rules(rope_p, jvp=_rope_jvp, transpose=_rope_transpose, batch=_rope_batch)

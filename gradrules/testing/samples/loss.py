@@ -1,3 +1,61 @@
-"""Samples of the loss family. Losses: cross_entropy, nll_loss, fused_linear_cross_entropy."""
+"""Samples of the loss family: ignore_index on some and on every token, label
+smoothing, z-loss, -inf logits, every reduction, class weights for nll_loss
+and a token axis of rank 2 for fused_linear_cross_entropy."""
 
-OPINFOS: list = []
+from __future__ import annotations
+
+import numpy as np
+
+from . import OpInfo, Sample, floats
+
+IGNORE = -100
+
+
+def _labels(rng: np.random.Generator, shape: tuple[int, ...], classes: int,
+            ignored: float = 0.25) -> np.ndarray:
+    labels = rng.integers(0, classes, shape).astype(np.int32)
+    labels[rng.uniform(size=shape) < ignored] = IGNORE
+    return labels
+
+
+def _log_probs(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    x = floats(rng, shape)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def _cross_entropy(rng: np.random.Generator) -> list[Sample]:
+    masked = floats(rng, (2, 3, 4))
+    labels = np.array([[0, 1, 2], [3, IGNORE, 1]], np.int32)
+    masked[0, 0, 3] = masked[1, 2, 0] = masked[1, 1, :] = -np.inf
+    return [Sample((floats(rng, (4, 5)), np.array([2, 3, 2, 4], np.int32)),
+                   {"ignore_index": 2, "label_smoothing": 0.1}),
+            Sample((masked, labels), {"reduction": "none", "z_loss": 0.1},
+                   desc="float64[2, 3, 4] with -inf logits, an ignored row all -inf, "
+                        "reduction='none', z_loss=0.1"),
+            Sample((floats(rng, (2, 3)), np.full((2,), IGNORE, np.int32)),
+                   desc="ignore_index on every token")]
+
+
+def _nll_loss(rng: np.random.Generator) -> list[Sample]:
+    weight = rng.uniform(0.5, 2.0, (4,))
+    return [Sample((_log_probs(rng, (4, 5)), np.array([0, 3, IGNORE, 4], np.int32))),
+            Sample((_log_probs(rng, (2, 3, 4)), _labels(rng, (2, 3), 4)),
+                   {"weight": weight, "reduction": "sum"}),
+            Sample((_log_probs(rng, (3, 4)), np.array([1, 0, 3], np.int32)),
+                   {"weight": weight, "ignore_index": 1}),
+            Sample((_log_probs(rng, (2, 3)), np.full((2,), IGNORE, np.int32)),
+                   {"reduction": "none"}, desc="ignore_index on every token")]
+
+
+def _flce(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (4, 2)), floats(rng, (2, 5)),
+                    np.array([0, 4, IGNORE, 3], np.int32))),
+            Sample((floats(rng, (2, 2, 3)), floats(rng, (3, 4)), _labels(rng, (2, 2), 4)),
+                   {"reduction": "none", "label_smoothing": 0.1, "z_loss": 0.1}),
+            Sample((floats(rng, (2, 3)), floats(rng, (3, 4)), np.full((2,), IGNORE, np.int32)),
+                   {"reduction": "sum"}, desc="ignore_index on every token")]
+
+
+OPINFOS = [OpInfo("cross_entropy", _cross_entropy),
+           OpInfo("nll_loss", _nll_loss),
+           OpInfo("fused_linear_cross_entropy", _flce)]

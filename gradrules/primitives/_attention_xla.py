@@ -1,0 +1,344 @@
+"""Blockwise XLA lowerings of the three attention primitives (the CPU path).
+
+Queries are cut into blocks of ``block_q`` rows and keys into blocks of
+``block_k``; no array of scores larger than one ``[B, H, block_q, block_k]``
+block is ever made. Heads are laid out as ``[B, Hkv, G, S, D]`` (G = H / Hkv
+query heads per key/value head), so grouped-query attention never copies k
+or v. Everything is accumulated in float32 (float64 for float64 input).
+
+* ``forward``: online softmax over the key blocks of each query block;
+  returns ``out`` and the log-sum-exp ``lse`` (``-inf`` for a row whose keys
+  are all masked, whose output is 0).
+* ``jvp``: with ``p = exp(s - lse)`` known, one pass gives
+  ``t_lse = sum_j p ds`` and ``t_out = sum_j p (ds v + t_v) - t_lse out``.
+* ``backward``: FlashAttention-2's backward, an outer loop over key blocks
+  (dk, dv of the block in the carry) and an inner loop over query blocks
+  (dq updated in place); ``g = p (do . v - do . out + ct_lse)``.
+
+With ``causal`` the key blocks a query block cannot see are skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ._fused import acc_dtype
+
+Array = jax.Array
+_QK = "bhgqd,bhkd->bhgqk"     # scores of a query block against a key block
+_PV = "bhgqk,bhkd->bhgqd"     # weights times values (or keys)
+_PQ = "bhgqk,bhgqd->bhkd"     # weights transposed times queries (or cotangents)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Static sizes of one call and its block grid."""
+
+    B: int
+    Sq: int
+    Sk: int
+    Hkv: int
+    G: int
+    bq: int
+    bk: int
+    causal: bool
+    scale: float
+    acc: np.dtype
+
+    @property
+    def nq(self) -> int:
+        return -(-self.Sq // self.bq)
+
+    @property
+    def nk(self) -> int:
+        return -(-self.Sk // self.bk)
+
+    @property
+    def empty(self) -> bool:
+        return self.B * self.Sq * self.Hkv * self.G == 0
+
+    def key_end(self, i: Any) -> Any:
+        """Number of key blocks query block ``i`` sees (causal: aligned to the end)."""
+        if not self.causal:
+            return self.nk
+        last = jnp.minimum(i * self.bq + self.bq, self.Sq) - 1 + (self.Sk - self.Sq)
+        return jnp.clip(last // self.bk + 1, 0, self.nk)
+
+    def query_start(self, j: Any) -> Any:
+        """First query block that sees key block ``j``."""
+        if not self.causal:
+            return 0
+        return jnp.clip((j * self.bk - (self.Sk - self.Sq)) // self.bq, 0, self.nq)
+
+
+def geometry(q: Any, k: Any, *, causal: bool, scale: float, block_q: int,
+             block_k: int) -> Geometry:
+    B, Sq, H, _ = q.shape
+    Sk, Hkv = k.shape[1], k.shape[2]
+    return Geometry(B, Sq, Sk, Hkv, H // max(Hkv, 1), max(1, min(block_q, Sq)),
+                    max(1, min(block_k, Sk)), causal, scale, acc_dtype(q.dtype))
+
+
+# ------------------------------------------------------------- layouts
+def _pad(x: Array, axis: int, size: int, value: Any = 0) -> Array:
+    extra = size - x.shape[axis]
+    if extra <= 0:
+        return x
+    widths = [(0, 0)] * x.ndim
+    widths[axis] = (0, extra)
+    return jnp.pad(x, widths, constant_values=value)
+
+
+def q_layout(x: Array, g: Geometry) -> Array:
+    """[B, Sq, H, D] -> [B, Hkv, G, Sq padded, D] in the accumulation dtype."""
+    x = x.astype(g.acc).reshape(g.B, g.Sq, g.Hkv, g.G, x.shape[-1]).transpose(0, 2, 3, 1, 4)
+    return _pad(x, 3, g.nq * g.bq)
+
+
+def q_unlayout(x: Array, g: Geometry, dtype: Any) -> Array:
+    x = x[:, :, :, :g.Sq].transpose(0, 3, 1, 2, 4)
+    return x.reshape(g.B, g.Sq, g.Hkv * g.G, x.shape[-1]).astype(dtype)
+
+
+def kv_layout(x: Array, g: Geometry) -> Array:
+    """[B, Sk, Hkv, D] -> [B, Hkv, Sk padded, D]."""
+    return _pad(x.astype(g.acc).transpose(0, 2, 1, 3), 2, g.nk * g.bk)
+
+
+def kv_unlayout(x: Array, g: Geometry, dtype: Any) -> Array:
+    return x[:, :, :g.Sk].transpose(0, 2, 1, 3).astype(dtype)
+
+
+def row_layout(x: Array, g: Geometry) -> Array:
+    """Per-row values [B, H, Sq] -> [B, Hkv, G, Sq padded]."""
+    return _pad(x.astype(g.acc).reshape(g.B, g.Hkv, g.G, g.Sq), 3, g.nq * g.bq)
+
+
+def row_unlayout(x: Array, g: Geometry) -> Array:
+    return x[..., :g.Sq].reshape(g.B, g.Hkv * g.G, g.Sq)
+
+
+def pair_layout(x: Array, g: Geometry, value: Any) -> Array:
+    """A mask or bias broadcastable to [B, H, Sq, Sk] -> [b, Hkv|1, G|1, Sq|1, Sk|1]
+    (padded where not 1)."""
+    mb, mh, mq, mk = x.shape
+    x = x.reshape((mb, g.Hkv, g.G, mq, mk) if mh != 1 else (mb, 1, 1, mq, mk))
+    if mq != 1:
+        x = _pad(x, 3, g.nq * g.bq, value)
+    if mk != 1:
+        x = _pad(x, 4, g.nk * g.bk, value)
+    return x
+
+
+def pair_unlayout(x: Array, g: Geometry, shape: tuple[int, ...], dtype: Any) -> Array:
+    mb, mh, mq, mk = shape
+    return x[:, :, :, :mq, :mk].reshape(shape).astype(dtype)
+
+
+def _block(x: Array, axis: int, start: Any, size: int) -> Array:
+    """Rows ``start * size ...`` of ``x`` along ``axis`` (all of a size-1 axis)."""
+    if x.shape[axis] == 1:
+        return x
+    return lax.dynamic_slice_in_dim(x, start * size, size, axis)
+
+
+def _pair_block(x: Array, i: Any, j: Any, g: Geometry) -> Array:
+    return _block(_block(x, 3, i, g.bq), 4, j, g.bk)
+
+
+def _scores(g: Geometry, qb: Array, kb: Array, mask: Array, bias: Array, i: Any,
+            j: Any) -> tuple[Array, Array]:
+    """Scaled scores of query block i against key block j, and where they count."""
+    s = jnp.einsum(_QK, qb, kb) * jnp.asarray(g.scale, g.acc) + _pair_block(bias, i, j, g)
+    valid = _pair_block(mask, i, j, g)
+    qpos = i * g.bq + lax.broadcasted_iota(jnp.int32, (g.bq, 1), 0)
+    kpos = j * g.bk + lax.broadcasted_iota(jnp.int32, (1, g.bk), 1)
+    if g.Sk % g.bk:
+        valid = valid & (kpos < g.Sk)
+    if g.Sq % g.bq:
+        valid = valid & (qpos < g.Sq)
+    if g.causal:
+        valid = valid & (kpos <= qpos + (g.Sk - g.Sq))
+    return s, valid
+
+
+def _finite(x: Array) -> Array:
+    """-inf (a row with no key) -> 0, so that exp(s - x) stays 0, never NaN."""
+    return jnp.where(jnp.isfinite(x), x, jnp.zeros((), x.dtype))
+
+
+def _probs(g: Geometry, qb: Array, kb: Array, mask: Array, bias: Array, lse_b: Array,
+           i: Any, j: Any) -> Array:
+    """Normalised attention weights of one block, from the log-sum-exp."""
+    s, valid = _scores(g, qb, kb, mask, bias, i, j)
+    return jnp.where(valid, jnp.exp(s - lse_b[..., None]), jnp.zeros((), g.acc))
+
+
+def _fori(lo: Any, hi: Any, body: Any, init: Any, blocks: int) -> Any:
+    """``lax.fori_loop`` over blocks; with a single block, the body once (masking
+    alone decides what it sees), which compiles much faster."""
+    if blocks == 1:
+        return body(0, init)
+    return lax.fori_loop(lo, hi, body, init)
+
+
+def _map_blocks(f: Any, blocks: int) -> Any:
+    """``lax.map(f, arange(blocks))``, without a loop for a single block."""
+    if blocks == 1:
+        return jax.tree_util.tree_map(lambda x: x[None], f(0))
+    return lax.map(f, jnp.arange(blocks))
+
+
+def _merge_query_blocks(x: Array, g: Geometry) -> Array:
+    """[nq, B, Hkv, G, bq(, D)] -> [B, Hkv, G, nq * bq(, D)]."""
+    x = jnp.moveaxis(x, 0, 3)
+    return x.reshape(x.shape[:3] + (g.nq * g.bq,) + x.shape[5:])
+
+
+# ------------------------------------------------------------- forward
+def forward(q: Array, k: Array, v: Array, mask: Array, bias: Array, *, causal: bool,
+            scale: float, block_q: int, block_k: int) -> list[Array]:
+    g = geometry(q, k, causal=causal, scale=scale, block_q=block_q, block_k=block_k)
+    H = g.Hkv * g.G
+    if g.empty or g.Sk == 0:
+        return [jnp.zeros(q.shape, q.dtype), jnp.full((g.B, H, g.Sq), -jnp.inf, g.acc)]
+    qs, ks, vs = q_layout(q, g), kv_layout(k, g), kv_layout(v, g)
+    mask5, bias5 = pair_layout(mask, g, False), pair_layout(bias.astype(g.acc), g, 0)
+    zero = jnp.zeros((), g.acc)
+
+    def query_block(i: Array) -> tuple[Array, Array]:
+        qb = _block(qs, 3, i, g.bq)
+        rows = qb.shape[:4]
+
+        def key_block(j: Array, carry: tuple[Array, Array, Array]) -> tuple[Array, Array, Array]:
+            m, l, acc = carry
+            s, valid = _scores(g, qb, _block(ks, 2, j, g.bk), mask5, bias5, i, j)
+            s = jnp.where(valid, s, -jnp.inf)
+            m_new = jnp.maximum(m, s.max(-1))
+            m_safe = _finite(m_new)
+            p = jnp.exp(s - m_safe[..., None])
+            alpha = jnp.exp(m - m_safe)
+            acc = alpha[..., None] * acc + jnp.einsum(_PV, p, _block(vs, 2, j, g.bk))
+            return m_new, alpha * l + p.sum(-1), acc
+
+        init = (jnp.full(rows, -jnp.inf, g.acc), jnp.zeros(rows, g.acc),
+                jnp.zeros(qb.shape, g.acc))
+        m, l, acc = _fori(0, g.key_end(i), key_block, init, g.nk)
+        seen = l > 0
+        safe_l = jnp.where(seen, l, jnp.ones((), g.acc))
+        out = jnp.where(seen[..., None], acc / safe_l[..., None], zero)
+        lse = jnp.where(seen, _finite(m) + jnp.log(safe_l), -jnp.inf)
+        return out, lse
+
+    out, lse = _map_blocks(query_block, g.nq)
+    return [q_unlayout(_merge_query_blocks(out, g), g, q.dtype),
+            row_unlayout(_merge_query_blocks(lse, g), g)]
+
+
+# ----------------------------------------------------------------- jvp
+def jvp(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array, lse: Array,
+        tq: Array, tk: Array, tv: Array, tbias: Array, *, causal: bool, scale: float,
+        block_q: int, block_k: int) -> list[Array]:
+    g = geometry(q, k, causal=causal, scale=scale, block_q=block_q, block_k=block_k)
+    if g.empty or g.Sk == 0:
+        return [jnp.zeros(out.shape, out.dtype), jnp.zeros(lse.shape, lse.dtype)]
+    qs, tqs = q_layout(q, g), q_layout(tq, g)
+    ks, tks, vs, tvs = (kv_layout(x, g) for x in (k, tk, v, tv))
+    mask5, bias5 = pair_layout(mask, g, False), pair_layout(bias.astype(g.acc), g, 0)
+    tbias5 = pair_layout(tbias.astype(g.acc), g, 0)
+    outs, lses = q_layout(out, g), _finite(row_layout(lse, g))
+    sc = jnp.asarray(g.scale, g.acc)
+
+    def query_block(i: Array) -> tuple[Array, Array]:
+        qb, tqb = _block(qs, 3, i, g.bq), _block(tqs, 3, i, g.bq)
+        lse_b = _block(lses, 3, i, g.bq)
+
+        def key_block(j: Array, carry: tuple[Array, Array]) -> tuple[Array, Array]:
+            c, y = carry
+            kb, tkb = _block(ks, 2, j, g.bk), _block(tks, 2, j, g.bk)
+            p = _probs(g, qb, kb, mask5, bias5, lse_b, i, j)
+            ds = (jnp.einsum(_QK, tqb, kb) + jnp.einsum(_QK, qb, tkb)) * sc
+            pds = p * (ds + _pair_block(tbias5, i, j, g))
+            y = y + jnp.einsum(_PV, pds, _block(vs, 2, j, g.bk)) \
+                + jnp.einsum(_PV, p, _block(tvs, 2, j, g.bk))
+            return c + pds.sum(-1), y
+
+        init = (jnp.zeros(qb.shape[:4], g.acc), jnp.zeros(qb.shape, g.acc))
+        c, y = _fori(0, g.key_end(i), key_block, init, g.nk)
+        return y - c[..., None] * _block(outs, 3, i, g.bq), c
+
+    t_out, t_lse = _map_blocks(query_block, g.nq)
+    return [q_unlayout(_merge_query_blocks(t_out, g), g, out.dtype),
+            row_unlayout(_merge_query_blocks(t_lse, g), g).astype(lse.dtype)]
+
+
+# ------------------------------------------------------------ backward
+def _reduce_to(x: Array, shape: tuple[int, ...]) -> Array:
+    """Sum ``x`` over the axes where ``shape`` has 1 (keeping them)."""
+    axes = tuple(a for a, (n, m) in enumerate(zip(x.shape, shape)) if m == 1 and n != 1)
+    return x.sum(axes, keepdims=True) if axes else x
+
+
+def _add_block(acc: Array, blk: Array, i: Any, j: Any, g: Geometry) -> Array:
+    """acc[..., block i, block j] += blk (whole axes where acc has size 1)."""
+    blk = _reduce_to(blk, acc.shape)
+    starts = [0, 0, 0, i * g.bq if acc.shape[3] != 1 else 0,
+              j * g.bk if acc.shape[4] != 1 else 0]
+    cur = lax.dynamic_slice(acc, starts, blk.shape)
+    return lax.dynamic_update_slice(acc, cur + blk, starts)
+
+
+def backward(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array, lse: Array,
+             ct_out: Array, ct_lse: Array, *, causal: bool, scale: float, block_q: int,
+             block_k: int) -> list[Array]:
+    g = geometry(q, k, causal=causal, scale=scale, block_q=block_q, block_k=block_k)
+    if g.empty or g.Sk == 0:
+        return [jnp.zeros(x.shape, x.dtype) for x in (q, k, v, bias)]
+    qs, dos = q_layout(q, g), q_layout(ct_out, g)
+    ks, vs = kv_layout(k, g), kv_layout(v, g)
+    mask5, bias5 = pair_layout(mask, g, False), pair_layout(bias.astype(g.acc), g, 0)
+    lses = _finite(row_layout(lse, g))
+    delta = (dos * q_layout(out, g)).sum(-1) - row_layout(ct_lse, g)
+    shape5 = bias5.shape
+
+    def key_block(carry: tuple[Array, Array], j: Array) -> tuple[Any, tuple[Array, Array]]:
+        kb, vb = _block(ks, 2, j, g.bk), _block(vs, 2, j, g.bk)
+
+        def query_block(i: Array, c: tuple[Array, ...]) -> tuple[Array, ...]:
+            dk, dv, dq, dbias = c
+            qb, dob = _block(qs, 3, i, g.bq), _block(dos, 3, i, g.bq)
+            p = _probs(g, qb, kb, mask5, bias5, _block(lses, 3, i, g.bq), i, j)
+            dv = dv + jnp.einsum(_PQ, p, dob)
+            ds = p * (jnp.einsum(_QK, dob, vb) - _block(delta, 3, i, g.bq)[..., None])
+            dk = dk + jnp.einsum(_PQ, ds, qb)
+            dq_i = _block(dq, 3, i, g.bq) + jnp.einsum(_PV, ds, kb)
+            dq = lax.dynamic_update_slice_in_dim(dq, dq_i, i * g.bq, 3)
+            return dk, dv, dq, _add_block(dbias, ds, i, j, g)
+
+        dq, dbias = carry
+        init = (jnp.zeros(kb.shape, g.acc), jnp.zeros(vb.shape, g.acc), dq, dbias)
+        dk, dv, dq, dbias = _fori(g.query_start(j), g.nq, query_block, init, g.nq)
+        return (dq, dbias), (dk, dv)
+
+    init = (jnp.zeros(qs.shape, g.acc), jnp.zeros(shape5, g.acc))
+    if g.nk == 1:
+        (dq, dbias), (dk, dv) = key_block(init, 0)
+        dk, dv = dk[None], dv[None]
+    else:
+        (dq, dbias), (dk, dv) = lax.scan(key_block, init, jnp.arange(g.nk))
+    sc = jnp.asarray(g.scale, g.acc)
+
+    def merge_keys(x: Array) -> Array:   # [nk, B, Hkv, bk, D] -> [B, Hkv, Sk padded, D]
+        x = jnp.moveaxis(x, 0, 2)
+        return x.reshape(x.shape[:2] + (g.nk * g.bk, x.shape[-1]))
+
+    return [q_unlayout(dq * sc, g, q.dtype), kv_unlayout(merge_keys(dk) * sc, g, k.dtype),
+            kv_unlayout(merge_keys(dv), g, v.dtype),
+            pair_unlayout(dbias, g, bias.shape, bias.dtype)]

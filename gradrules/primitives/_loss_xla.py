@@ -1,0 +1,289 @@
+"""XLA lowerings of the cross-entropy primitives (the CPU path).
+
+Per token, with ``lse`` the log-sum-exp of the logits ``x`` over the
+vocabulary (0 for a row that is all ``-inf``), ``eps`` the label smoothing,
+``z`` the z-loss weight and ``V`` the vocabulary size::
+
+    loss   = lse + z lse**2 - (1 - eps) x[label] - eps mean(x)
+    t_loss = t_lse (1 + 2 z lse) - (1 - eps) t[label] - eps mean(t),  t_lse = sum(p t)
+    dx     = g_loss (p (1 + 2 z lse) - (1 - eps) onehot(label) - eps / V) + g_lse p
+
+with ``p = exp(x - lse)``. Tokens whose label is ``ignore_index`` give 0 (and
+no gradient); a label outside ``[0, V)`` that is not ``ignore_index`` gives
+NaN for its token (and its gradient), never a silently clipped label.
+
+``cross_entropy`` works on the whole vocabulary row (XLA fuses each of the
+three maps into passes over the logits). ``fused_linear_cross_entropy``
+never makes the ``[tokens, vocab]`` logits of ``h @ w``: the forward and the
+tangent map run an online log-sum-exp over vocabulary chunks of ``w`` for each
+block of tokens; the backward loops over vocabulary chunks (each chunk of
+``dw`` written once) and, inside, over token blocks (``dh`` accumulated). No
+array larger than one ``[token block, vocab chunk]`` block is made. Leading
+batch axes (from ``vmap``) are mapped over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ._fused import acc_dtype, upcast
+from .softmax import log_normalizer, row_shift
+
+Array = jax.Array
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """Block sizes of fused_linear_cross_entropy's CPU path: tokens per block
+    and vocabulary entries per chunk (a [tokens, vocab] block of float32 is
+    4096 * 2048 * 4 bytes = 32 MiB)."""
+
+    tokens: int = 4096
+    vocab: int = 2048
+
+    def for_shape(self, tokens: int, vocab: int) -> tuple[int, int]:
+        return max(1, min(tokens, self.tokens)), max(1, min(vocab, self.vocab))
+
+
+DEFAULT_BLOCKS = Blocks()
+
+
+# ----------------------------------------------------------- per-token maths
+def token_mask(labels: Array, vocab: int, ignore_index: int) -> tuple[Array, Array]:
+    """(valid, bad): not ignored; not ignored and outside [0, vocab)."""
+    valid = labels != ignore_index
+    return valid, valid & ((labels < 0) | (labels >= vocab))
+
+
+def masked(v: Array, labels: Array, vocab: int, ignore_index: int) -> Array:
+    """``v`` on valid tokens, 0 on ignored ones, NaN where the label is bad."""
+    valid, bad = token_mask(labels, vocab, ignore_index)
+    return jnp.where(valid, jnp.where(bad, jnp.nan, v), 0).astype(v.dtype)
+
+
+def _combine(lse: Array, d_lse: Array, picked: Array, mean: Array | None, labels: Array,
+             vocab: int, *, ignore_index: int, label_smoothing: float, z_loss: float,
+             tangent: bool) -> Array:
+    """The loss (``tangent=False``: d_lse is lse) or its tangent, masked."""
+    if tangent:
+        v = d_lse * (1 + 2 * z_loss * lse) if z_loss else d_lse
+    else:
+        v = lse + z_loss * lse * lse if z_loss else lse
+    v = v - (1 - label_smoothing) * picked
+    if label_smoothing:
+        v = v - label_smoothing * mean
+    return masked(v, labels, vocab, ignore_index)
+
+
+def dlogits_block(p: Array, lse: Array, labels: Array, v0: Any, vocab: int, g_loss: Array,
+                  g_lse: Array, *, ignore_index: int, label_smoothing: float,
+                  z_loss: float) -> Array:
+    """The cotangent of a block of logits (vocabulary entries v0, v0 + 1, ...)
+    whose probabilities are ``p``."""
+    c = masked(g_loss, labels, vocab, ignore_index)[..., None]
+    scale = (1 + 2 * z_loss * lse)[..., None] if z_loss else 1.0
+    cols = v0 + lax.broadcasted_iota(labels.dtype, p.shape, p.ndim - 1)
+    onehot = (cols == labels[..., None]).astype(p.dtype)
+    d = p * scale - (1 - label_smoothing) * onehot
+    if label_smoothing:
+        d = d - label_smoothing / vocab
+    return c * d + g_lse[..., None] * p
+
+
+def _row_probs(x: Array, lse: Array) -> Array:
+    """``exp(x - lse)``, written as ``exp(x - shift) exp(shift - lse)`` with the
+    forward's shift: under jit, XLA then computes ``exp(x - shift)`` once for
+    the forward's log-sum-exp and this map (as it does for plain jax.numpy)."""
+    shift = row_shift(x, -1)
+    return jnp.exp(x - shift) * jnp.exp(shift - lse[..., None])
+
+
+def _pick(x: Array, labels: Array) -> Array:
+    """x[..., label] (a bad label reads entry 0; its token is NaN-masked)."""
+    idx = jnp.clip(labels, 0, x.shape[-1] - 1)[..., None]
+    return jnp.take_along_axis(x, idx, -1)[..., 0]
+
+
+# ------------------------------------------------------------ cross_entropy
+def ce_forward(logits: Array, labels: Array, *, ignore_index: int, label_smoothing: float,
+               z_loss: float) -> list[Array]:
+    x = upcast(logits)
+    lse = log_normalizer(x, -1)[..., 0]
+    mean = jnp.mean(x, -1) if label_smoothing else None
+    loss = _combine(lse, lse, _pick(x, labels), mean, labels, x.shape[-1],
+                    ignore_index=ignore_index, label_smoothing=label_smoothing,
+                    z_loss=z_loss, tangent=False)
+    return [loss, lse]
+
+
+def ce_jvp(logits: Array, labels: Array, lse: Array, t: Array, *, ignore_index: int,
+           label_smoothing: float, z_loss: float) -> list[Array]:
+    x, tf = upcast(logits), upcast(t)
+    t_lse = jnp.sum(_row_probs(x, lse) * tf, -1)
+    mean = jnp.mean(tf, -1) if label_smoothing else None
+    t_loss = _combine(lse, t_lse, _pick(tf, labels), mean, labels, x.shape[-1],
+                      ignore_index=ignore_index, label_smoothing=label_smoothing,
+                      z_loss=z_loss, tangent=True)
+    return [t_loss, t_lse]
+
+
+def ce_vjp(logits: Array, labels: Array, lse: Array, g_loss: Array, g_lse: Array, *,
+           ignore_index: int, label_smoothing: float, z_loss: float) -> Array:
+    x = upcast(logits)
+    d = dlogits_block(_row_probs(x, lse), lse, labels, 0, x.shape[-1], g_loss, g_lse,
+                      ignore_index=ignore_index, label_smoothing=label_smoothing,
+                      z_loss=z_loss)
+    return d.astype(logits.dtype)
+
+
+# ------------------------------------------------- fused_linear_cross_entropy
+def _over_batch(core: Callable[..., Any], batch_ndim: int) -> Callable[..., Any]:
+    """``core`` mapped over ``batch_ndim`` leading axes of every operand."""
+    for _ in range(batch_ndim):
+        core = jax.vmap(core)
+    return core
+
+
+def _pad_rows(x: Array, rows: int) -> Array:
+    extra = rows - x.shape[0]
+    return jnp.pad(x, [(0, extra)] + [(0, 0)] * (x.ndim - 1)) if extra else x
+
+
+def _vocab_chunks(ws: list[Array], vc: int, body: Callable[..., Any], carry: Any) -> Any:
+    """``carry = body(carry, [w[:, chunk] for w in ws], v0)`` over the
+    vocabulary chunks: a loop over the full ones, the tail done after it."""
+    vocab = ws[0].shape[1]
+    n = vocab // vc
+
+    def step(j: Any, c: Any) -> Any:
+        return body(c, [lax.dynamic_slice_in_dim(w, j * vc, vc, axis=1) for w in ws], j * vc)
+
+    carry = lax.fori_loop(0, n, step, carry)
+    if vocab % vc:
+        carry = body(carry, [w[:, n * vc:] for w in ws], n * vc)
+    return carry
+
+
+def _token_blocks(fn: Callable[..., Any], arrays: list[Array], tc: int) -> Any:
+    """``fn`` on blocks of ``tc`` tokens (rows), outputs put back in order."""
+    tokens = arrays[0].shape[0]
+    nb = -(-tokens // tc)
+    blocked = [_pad_rows(a, nb * tc).reshape((nb, tc) + a.shape[1:]) for a in arrays]
+    outs = lax.map(lambda bs: fn(*bs), blocked)
+    return [o.reshape((nb * tc,) + o.shape[2:])[:tokens] for o in outs]
+
+
+def _dot(a: Array, b: Array, acc: Any, contract: tuple[int, int] = (1, 0)) -> Array:
+    """A 2-D product contracting axis ``contract[0]`` of a with ``contract[1]``
+    of b, accumulated in ``acc`` (a transposed operand is never copied)."""
+    dims = (((contract[0],), (contract[1],)), ((), ()))
+    dtype = jnp.promote_types(a.dtype, b.dtype)
+    return lax.dot_general(a.astype(dtype), b.astype(dtype), dims, preferred_element_type=acc)
+
+
+def _flce_forward_2d(h: Array, w: Array, labels: Array, *, block: tuple[int, int],
+                     ignore_index: int, label_smoothing: float, z_loss: float) -> list[Array]:
+    acc = acc_dtype(h.dtype)
+    vocab = w.shape[1]
+
+    def one_block(hb: Array, lb: Array) -> list[Array]:
+        def chunk(c: Any, w_c: list[Array], v0: Any) -> Any:
+            m, s, picked, total = c
+            x = _dot(hb, w_c[0], acc)
+            m_new = jnp.maximum(m, jnp.max(x, -1))
+            s = s * jnp.exp(m - m_new) + jnp.sum(jnp.exp(x - m_new[:, None]), -1)
+            cols = v0 + lax.broadcasted_iota(lb.dtype, x.shape, 1)
+            picked = picked + jnp.sum(jnp.where(cols == lb[:, None], x, 0), -1)
+            return m_new, s, picked, total + jnp.sum(x, -1)
+
+        zero = jnp.zeros(hb.shape[:1], acc)
+        m, s, picked, total = _vocab_chunks([w], block[1], chunk,
+                                            (jnp.full_like(zero, -jnp.inf), zero, zero, zero))
+        lse = m + jnp.log(s)
+        loss = _combine(lse, lse, picked, total / vocab, lb, vocab, ignore_index=ignore_index,
+                        label_smoothing=label_smoothing, z_loss=z_loss, tangent=False)
+        return [loss, lse]
+
+    return _token_blocks(one_block, [h, labels], block[0])
+
+
+def _flce_jvp_2d(h: Array, w: Array, labels: Array, lse: Array, th: Array, tw: Array, *,
+                 block: tuple[int, int], ignore_index: int, label_smoothing: float,
+                 z_loss: float) -> list[Array]:
+    acc = acc_dtype(h.dtype)
+    vocab = w.shape[1]
+
+    def one_block(hb: Array, lb: Array, lseb: Array, thb: Array) -> list[Array]:
+        def chunk(c: Any, w_c: list[Array], v0: Any) -> Any:
+            t_lse, picked, total = c
+            x = _dot(hb, w_c[0], acc)
+            t = _dot(thb, w_c[0], acc) + _dot(hb, w_c[1], acc)
+            t_lse = t_lse + jnp.sum(jnp.exp(x - lseb[:, None]) * t, -1)
+            cols = v0 + lax.broadcasted_iota(lb.dtype, x.shape, 1)
+            picked = picked + jnp.sum(jnp.where(cols == lb[:, None], t, 0), -1)
+            return t_lse, picked, total + jnp.sum(t, -1)
+
+        zero = jnp.zeros(hb.shape[:1], acc)
+        t_lse, picked, total = _vocab_chunks([w, tw], block[1], chunk, (zero, zero, zero))
+        t_loss = _combine(lseb, t_lse, picked, total / vocab, lb, vocab,
+                          ignore_index=ignore_index, label_smoothing=label_smoothing,
+                          z_loss=z_loss, tangent=True)
+        return [t_loss, t_lse]
+
+    return _token_blocks(one_block, [h, labels, lse, th], block[0])
+
+
+def _flce_vjp_2d(h: Array, w: Array, labels: Array, lse: Array, g_loss: Array, g_lse: Array,
+                 *, block: tuple[int, int], ignore_index: int, label_smoothing: float,
+                 z_loss: float) -> list[Array]:
+    acc = acc_dtype(h.dtype)
+    tokens, vocab = h.shape[0], w.shape[1]
+    tc = block[0]
+    nb = -(-tokens // tc)
+    hp, lp, lsep = (_pad_rows(a, nb * tc) for a in (h, labels, lse))
+    glp, gsp = (_pad_rows(a, nb * tc) for a in (g_loss, g_lse))   # padded rows: g = 0
+
+    def chunk(c: Any, w_c: list[Array], v0: Any) -> Any:
+        dh, dw = c
+
+        def token_block(k: Any, cc: Any) -> Any:
+            dh, dw_c = cc
+            rows = [lax.dynamic_slice_in_dim(a, k * tc, tc) for a in (hp, lp, lsep, glp, gsp)]
+            hb, lb, lseb, gb, gsb = rows
+            x = _dot(hb, w_c[0], acc)
+            d = dlogits_block(jnp.exp(x - lseb[:, None]), lseb, lb, v0, vocab, gb, gsb,
+                              ignore_index=ignore_index, label_smoothing=label_smoothing,
+                              z_loss=z_loss)
+            dhb = lax.dynamic_slice_in_dim(dh, k * tc, tc) + _dot(d, w_c[0], acc, (1, 1))
+            dh = lax.dynamic_update_slice_in_dim(dh, dhb, k * tc, 0)
+            return dh, dw_c + _dot(hb, d, acc, (0, 0))
+
+        dh, dw_c = lax.fori_loop(0, nb, token_block,
+                                 (dh, jnp.zeros((h.shape[1], w_c[0].shape[1]), acc)))
+        return dh, lax.dynamic_update_slice_in_dim(dw, dw_c.astype(w.dtype), v0, 1)
+
+    dh, dw = _vocab_chunks([w], block[1], chunk,
+                           (jnp.zeros(hp.shape, acc), jnp.zeros(w.shape, w.dtype)))
+    return [dh[:tokens].astype(h.dtype), dw]
+
+
+def flce_forward(h: Array, w: Array, labels: Array, **params: Any) -> list[Array]:
+    return _over_batch(lambda *a: _flce_forward_2d(*a, **params), h.ndim - 2)(h, w, labels)
+
+
+def flce_jvp(h: Array, w: Array, labels: Array, lse: Array, th: Array, tw: Array,
+             **params: Any) -> list[Array]:
+    return _over_batch(lambda *a: _flce_jvp_2d(*a, **params), h.ndim - 2)(
+        h, w, labels, lse, th, tw)
+
+
+def flce_vjp(h: Array, w: Array, labels: Array, lse: Array, g_loss: Array, g_lse: Array,
+             **params: Any) -> list[Array]:
+    return _over_batch(lambda *a: _flce_vjp_2d(*a, **params), h.ndim - 2)(
+        h, w, labels, lse, g_loss, g_lse)

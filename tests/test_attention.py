@@ -1,0 +1,269 @@
+"""attention: semantics (GQA, causal aligned to the end, masks, bias, fully
+masked rows, block sizes), the three-primitive structure, memory, bad input."""
+
+import numpy as np
+import pytest
+
+import jax
+import jax.numpy as jnp
+
+import gradrules
+from gradrules.primitives.attention import attention, attention_p
+from gradrules.testing.check import check
+
+
+def _qkv(rng, b, sq, sk, h, hkv, d, dtype=np.float64):
+    return (rng.standard_normal((b, sq, h, d)).astype(dtype),
+            rng.standard_normal((b, sk, hkv, d)).astype(dtype),
+            rng.standard_normal((b, sk, hkv, d)).astype(dtype))
+
+
+def _numpy_attention(q, k, v, *, causal=False, scale=None, mask=None, bias=None):
+    """Loops over batch, head and query row: the definition, in numpy."""
+    b, sq, h, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    scale = d ** -0.5 if scale is None else scale
+    out = np.zeros(q.shape)
+    for bi in range(b):
+        for hi in range(h):
+            kh = hi // (h // hkv)
+            for i in range(sq):
+                s = scale * k[bi, :, kh] @ q[bi, i, hi]
+                if bias is not None:
+                    s = s + np.broadcast_to(bias, (b, h, sq, sk))[bi, hi, i]
+                keep = np.ones(sk, bool)
+                if mask is not None:
+                    keep &= np.broadcast_to(mask, (b, h, sq, sk))[bi, hi, i]
+                if causal:
+                    keep &= np.arange(sk) <= i + sk - sq
+                if keep.any():
+                    e = np.exp(s[keep] - s[keep].max())
+                    out[bi, i, hi] = (e / e.sum()) @ v[bi, keep, kh]
+    return out
+
+
+@pytest.mark.parametrize("sq,sk,h,hkv,causal", [
+    (5, 5, 4, 2, True), (3, 7, 2, 1, True), (7, 3, 3, 3, True), (4, 6, 4, 1, False)])
+@pytest.mark.parametrize("blocks", [(None, None), (2, 3), (1, 1)])
+def test_matches_definition(sq, sk, h, hkv, causal, blocks):
+    rng = np.random.default_rng(0)
+    q, k, v = _qkv(rng, 2, sq, sk, h, hkv, 3)
+    got = attention(q, k, v, causal=causal, block_q=blocks[0], block_k=blocks[1])
+    np.testing.assert_allclose(got, _numpy_attention(q, k, v, causal=causal), atol=1e-12)
+
+
+def test_matches_jax_nn_dot_product_attention():
+    """(jax.nn computes its softmax in float32 even for float64 input.)"""
+    rng = np.random.default_rng(1)
+    q, k, v = _qkv(rng, 2, 6, 6, 4, 2, 8)
+    mask = rng.uniform(size=(2, 1, 6, 6)) > 0.2
+    mask[..., 0] = True
+    bias = rng.standard_normal((1, 4, 6, 6))
+    for kw in (dict(causal=True), dict(mask=mask, bias=bias)):
+        want = jax.nn.dot_product_attention(
+            q, k, v, is_causal=kw.get("causal", False), mask=kw.get("mask"), bias=kw.get("bias"))
+        np.testing.assert_allclose(attention(q, k, v, block_q=4, block_k=4, **kw), want,
+                                   atol=1e-6)
+
+
+def test_causal_is_aligned_to_the_end():
+    """Sq < Sk (decoding): the last query sees every key; Sq > Sk: the first
+    Sq - Sk queries see none and give 0."""
+    rng = np.random.default_rng(2)
+    q, k, v = _qkv(rng, 1, 2, 5, 1, 1, 4)
+    full = attention(q[:, -1:], k, v)
+    np.testing.assert_allclose(attention(q, k, v, causal=True)[:, -1:], full, atol=1e-12)
+    q, k, v = _qkv(rng, 1, 5, 2, 1, 1, 4)
+    out = attention(q, k, v, causal=True, block_q=2, block_k=1)
+    np.testing.assert_array_equal(out[:, :3], 0.0)
+    assert np.all(np.abs(np.asarray(out[:, 3:])) > 0)
+
+
+def _all_masked_case():
+    rng = np.random.default_rng(3)
+    q, k, v = _qkv(rng, 1, 3, 4, 2, 1, 2)
+    mask = np.ones((1, 2, 3, 4), bool)
+    mask[0, 1, 1] = False                  # head 1, row 1: no key at all
+    return q, k, v, mask
+
+
+def test_fully_masked_row_gives_zero_and_zero_finite_derivatives():
+    q, k, v, mask = _all_masked_case()
+
+    def f(q, k, v):
+        return attention(q, k, v, mask=mask, block_q=2, block_k=2)
+
+    out = f(q, k, v)
+    np.testing.assert_array_equal(out[0, 1, 1], 0.0)
+    dq, dk, dv = jax.grad(lambda *a: jnp.sum(jnp.sin(f(*a))), argnums=(0, 1, 2))(q, k, v)
+    for g in (dq, dk, dv):
+        assert np.all(np.isfinite(g))
+    np.testing.assert_array_equal(dq[0, 1, 1], 0.0)
+    jac = jax.jacfwd(f)(q, k, v)
+    assert np.all(np.isfinite(jac)) and np.all(jac[0, 1, 1] == 0.0)
+    hess = jax.hessian(lambda q: jnp.sum(jnp.sin(f(q, k, v))))(q)
+    assert np.all(np.isfinite(hess)) and np.all(hess[0, 1, 1] == 0.0)
+
+
+def test_minus_inf_bias_acts_as_a_mask():
+    rng = np.random.default_rng(4)
+    q, k, v = _qkv(rng, 1, 3, 4, 1, 1, 2)
+    mask = np.array([[True, False, True, True], [False] * 4, [True] * 4])[None, None]
+    bias = np.where(mask, 0.0, -np.inf)
+
+    def loss(q, **kw):
+        return jnp.sum(jnp.sin(attention(q, k, v, **kw)))
+
+    np.testing.assert_allclose(attention(q, k, v, bias=bias), attention(q, k, v, mask=mask),
+                               atol=1e-12)
+    g = jax.grad(lambda q: loss(q, bias=bias))(q)
+    assert np.all(np.isfinite(g))
+    np.testing.assert_allclose(g, jax.grad(lambda q: loss(q, mask=mask))(q), atol=1e-12)
+
+
+def test_no_keys_gives_zero():
+    rng = np.random.default_rng(5)
+    q, k, v = _qkv(rng, 2, 3, 0, 2, 1, 2)
+    np.testing.assert_array_equal(attention(q, k, v, causal=True), 0.0)
+    g = jax.grad(lambda q: jnp.sum(attention(q, k, v) ** 2))(q)
+    np.testing.assert_array_equal(g, 0.0)
+
+
+def test_bias_and_mask_operands_pass_every_check():
+    """mask and bias are keyword arguments (held fixed by the op's samples):
+    here they are arguments of a function, so the checker differentiates the
+    bias and vmaps over both, in every combination."""
+    rng = np.random.default_rng(6)
+    q, k, v = _qkv(rng, 2, 3, 4, 2, 1, 2)
+    mask = rng.uniform(size=(2, 1, 3, 4)) > 0.3
+    mask[..., 0] = True
+    mask[0, 0, 1] = False
+    bias = rng.uniform(-1, 1, (1, 2, 1, 4))
+
+    def f(q, k, v, mask, bias):
+        return attention(q, k, v, mask=mask, bias=bias, causal=True, block_q=2, block_k=3)
+
+    report = check(f, q, k, v, mask, bias, checks=["fd", "vmap", "closure", "hessian_symmetry"])
+    report.raise_if_failed()
+
+
+def test_block_sizes_do_not_change_derivatives():
+    rng = np.random.default_rng(7)
+    q, k, v = _qkv(rng, 1, 5, 7, 2, 1, 3)
+    bias = rng.standard_normal((1, 2, 5, 7))
+
+    def grads(**blocks):
+        def loss(q, k, v, b):
+            return jnp.sum(jnp.cos(attention(q, k, v, bias=b, causal=True, **blocks)))
+        return jax.grad(loss, argnums=(0, 1, 2, 3))(q, k, v, bias)
+
+    want = grads()
+    for got in (grads(block_q=2, block_k=3), grads(block_q=1, block_k=2)):
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_grad_binds_the_backward_and_jacfwd_the_tangent_primitive():
+    rng = np.random.default_rng(8)
+    q, k, v = _qkv(rng, 1, 2, 3, 2, 1, 2)
+
+    def prims(jaxpr):
+        return {e.primitive.name for e in gradrules._jax.iter_eqns(jaxpr)}
+
+    grad = prims(jax.make_jaxpr(jax.grad(lambda q: jnp.sum(attention(q, k, v))))(q))
+    fwd = prims(jax.make_jaxpr(jax.jacfwd(lambda q: attention(q, k, v)))(q))
+    assert "attention_vjp" in grad and "attention_jvp" not in grad
+    assert "attention_jvp" in fwd and "attention_vjp" not in fwd
+
+
+def test_bf16_accumulates_in_float32():
+    rng = np.random.default_rng(9)
+    q, k, v = (jnp.asarray(x, jnp.bfloat16) for x in _qkv(rng, 1, 16, 16, 2, 1, 8))
+    out, lse = jax.eval_shape(lambda q, k, v: attention_p.bind(
+        q, k, v, np.ones((1, 1, 1, 1), bool), np.zeros((1, 1, 1, 1), jnp.bfloat16),
+        causal=True, scale=0.3, block_q=4, block_k=4, kernel="xla"), q, k, v)
+    assert out.dtype == jnp.bfloat16 and lse.dtype == jnp.float32
+    got = attention(q, k, v, causal=True, block_q=4, block_k=4)
+    assert got.dtype == jnp.bfloat16
+    want = _numpy_attention(*(np.asarray(x, np.float64) for x in (q, k, v)), causal=True)
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, atol=2e-2)
+    g = jax.grad(lambda q: jnp.sum(attention(q, k, v).astype(jnp.float32)))(q)
+    assert g.dtype == jnp.bfloat16 and np.all(np.isfinite(np.asarray(g, np.float32)))
+
+
+def test_grad_never_materialises_the_scores():
+    """XLA's memory analysis of the compiled grad: far below one [S, S] array."""
+    s = 2048
+    x = jax.ShapeDtypeStruct((1, s, 1, 16), jnp.float32)
+
+    def loss(q, k, v):
+        return jnp.sum(attention(q, k, v, causal=True) ** 2)
+
+    compiled = jax.jit(jax.grad(loss, argnums=(0, 1, 2))).lower(x, x, x).compile()
+    temp = compiled.memory_analysis().temp_size_in_bytes
+    assert temp < s * s * 4 / 8, temp
+
+
+def test_pallas_kernel_is_not_there_yet():
+    q, k, v = _qkv(np.random.default_rng(10), 1, 2, 2, 1, 1, 2)
+    with gradrules.config.using(kernel="pallas"), pytest.raises(NotImplementedError,
+                                                                match="attention"):
+        jax.block_until_ready(attention(q, k, v))
+
+
+# ------------------------------------------------------------- bad input
+def test_heads_that_do_not_divide():
+    q, k, v = _qkv(np.random.default_rng(0), 1, 2, 2, 3, 2, 4)
+    with pytest.raises(ValueError, match=r"gradrules\.attention: the 3 heads of q .* 2 heads"):
+        attention(q, k, v)
+
+
+@pytest.mark.parametrize("shapes,match", [
+    (((2, 3, 4), (2, 3, 1, 4), (2, 3, 1, 4)), r"argument q must have rank 4.*\(2, 3, 4\)"),
+    (((2, 3, 1, 4), (2, 3, 1, 4), (2, 5, 1, 4)), r"k and v .* v \(2, 5, 1, 4\)"),
+    (((2, 3, 1, 4), (2, 3, 1, 8), (2, 3, 1, 8)), r"head_dim of q"),
+    (((2, 3, 1, 4), (1, 3, 1, 4), (1, 3, 1, 4)), r"batch"),
+    (((1, 3, 2, 4), (1, 3, 0, 4), (1, 3, 0, 4)), r"heads of k and v"),
+])
+def test_bad_shapes(shapes, match):
+    q, k, v = (np.zeros(s) for s in shapes)
+    with pytest.raises(ValueError, match=match):
+        attention(q, k, v)
+
+
+def test_bad_dtypes():
+    q = np.zeros((1, 2, 1, 2))
+    with pytest.raises(TypeError, match=r"gradrules\.attention: argument q must have a floating"):
+        attention(q.astype(np.int32), q, q)
+    with pytest.raises(TypeError, match=r"argument mask must have bool"):
+        attention(q, q, q, mask=np.ones((2, 2)))
+    with pytest.raises(TypeError, match=r"argument bias must have a floating"):
+        attention(q, q, q, bias=np.ones((2, 2), bool))
+
+
+def test_mask_and_bias_that_do_not_broadcast():
+    q = np.zeros((1, 2, 1, 2))
+    with pytest.raises(ValueError, match=r"argument mask with shape \(1, 1, 3, 2\)"):
+        attention(q, q, q, mask=np.ones((3, 2), bool))
+    with pytest.raises(ValueError, match=r"argument bias must have rank <= 4"):
+        attention(q, q, q, bias=np.zeros((1, 1, 1, 2, 2)))
+
+
+@pytest.mark.parametrize("kw,exc,match", [
+    (dict(causal=1), TypeError, "causal must be a bool"),
+    (dict(scale="x"), TypeError, "scale must be a Python number"),
+    (dict(scale=float("inf")), ValueError, "scale must be finite"),
+    (dict(block_q=0), ValueError, "block_q must be >= 1"),
+    (dict(block_k=2.0), TypeError, "block_k must be an int"),
+])
+def test_bad_params(kw, exc, match):
+    q = np.zeros((1, 2, 1, 2))
+    with pytest.raises(exc, match=match):
+        attention(q, q, q, **kw)
+
+
+def test_zero_head_dim_needs_a_scale():
+    q = np.zeros((1, 2, 1, 0))
+    with pytest.raises(ValueError, match="head_dim is 0"):
+        attention(q, q, q)
+    np.testing.assert_array_equal(attention(q, q, q, scale=1.0), q)

@@ -1,0 +1,260 @@
+"""cross_entropy, fused_linear_cross_entropy and nll_loss: ignore_index on
+every token, out-of-range labels eagerly and under jit, -inf logits, the
+chunked CPU path against cross_entropy(h @ w), float32 accumulation, memory
+of the compiled gradient, and bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import gradrules
+from gradrules import _jax
+from gradrules.primitives import _loss_xla
+from gradrules.primitives.loss import (_cross_entropy_reference, cross_entropy,
+                                       fused_linear_cross_entropy, nll_loss)
+
+rng = np.random.default_rng(0)
+LOGITS = rng.normal(size=(5, 7))
+LABELS = np.array([0, 6, -100, 3, 3], np.int32)
+H = rng.normal(size=(5, 4))
+W = rng.normal(size=(4, 7))
+
+
+def _primitives(fn, *args):
+    return {p.name for p, _ in _jax.jaxpr_primitives(jax.make_jaxpr(fn)(*args))}
+
+
+def _all_close(a, b, tol=1e-10):
+    jax.tree_util.tree_map(lambda x, y: np.testing.assert_allclose(x, y, rtol=tol, atol=tol),
+                           a, b)
+
+
+# ------------------------------------------------------------ semantics
+@pytest.mark.parametrize("kwargs", [{}, {"reduction": "sum"}, {"reduction": "none"},
+                                    {"label_smoothing": 0.2, "z_loss": 0.01},
+                                    {"ignore_index": 3, "reduction": "sum"}])
+def test_cross_entropy_matches_the_formula(kwargs) -> None:
+    ls, z = kwargs.get("label_smoothing", 0.0), kwargs.get("z_loss", 0.0)
+    ignore = kwargs.get("ignore_index", -100)
+    labels = np.where(LABELS == -100, 1, LABELS) if ignore != -100 else LABELS
+    lse = jax.nn.logsumexp(LOGITS, -1)
+    picked = LOGITS[np.arange(5), np.clip(labels, 0, 6)]
+    tok = lse + z * lse ** 2 - (1 - ls) * picked - ls * LOGITS.mean(-1)
+    tok = np.where(labels != ignore, tok, 0.0)
+    want = {"sum": tok.sum(), "none": tok}.get(kwargs.get("reduction"),
+                                                tok.sum() / (labels != ignore).sum())
+    np.testing.assert_allclose(cross_entropy(LOGITS, labels, **kwargs), want, rtol=1e-12)
+    g = jax.grad(lambda x: jnp.sum(cross_entropy(x, labels, **kwargs)))(LOGITS)
+    g_ref = jax.grad(lambda x: jnp.sum(_cross_entropy_reference(x, labels, **kwargs)))(LOGITS)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-14)
+
+
+def test_cross_entropy_gradient_is_softmax_minus_smoothed_target() -> None:
+    g = jax.grad(lambda x: cross_entropy(x, LABELS, label_smoothing=0.1,
+                                         reduction="sum"))(LOGITS)
+    target = 0.9 * jax.nn.one_hot(LABELS, 7) + 0.1 / 7
+    want = np.where((LABELS != -100)[:, None], jax.nn.softmax(LOGITS) - target, 0.0)
+    np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit", "jacfwd", "hessian"])
+def test_ignore_index_on_every_token_gives_zero(mode) -> None:
+    labels = np.full((5,), -100, np.int32)
+    fns = {
+        "cross_entropy": (lambda x, w: cross_entropy(x, labels), LOGITS),
+        "fused_linear_cross_entropy": (lambda h, w: fused_linear_cross_entropy(h, w, labels), H),
+        "nll_loss": (lambda x, w: nll_loss(x, labels, weight=w), LOGITS),
+    }
+    weight = np.ones(7)
+    for name, (f, x) in fns.items():
+        second = W if name == "fused_linear_cross_entropy" else weight
+        if mode == "eager":
+            out = [f(x, second), *jax.grad(f, (0, 1))(x, second)]
+        elif mode == "jit":
+            out = [jax.jit(f)(x, second), *jax.jit(jax.grad(f, (0, 1)))(x, second)]
+        elif mode == "jacfwd":
+            out = list(jax.jacfwd(f, (0, 1))(x, second))
+        else:
+            out = jax.tree_util.tree_leaves(jax.hessian(f, (0, 1))(x, second))
+        for o in out:
+            np.testing.assert_array_equal(o, 0.0, err_msg=f"{name} ({mode})")
+
+
+def test_inf_logits_give_finite_loss_and_gradients() -> None:
+    x = LOGITS.copy()
+    x[0, 3] = x[1, :5] = -np.inf
+    x[2, :] = -np.inf                        # an ignored token whose row is all -inf
+    loss = cross_entropy(x, LABELS, z_loss=0.1)
+    ref = _cross_entropy_reference(x, LABELS, z_loss=0.1)
+    np.testing.assert_allclose(loss, ref, rtol=1e-12)
+    g = jax.grad(lambda v: cross_entropy(v, LABELS, z_loss=0.1))(x)
+    h = jax.hessian(lambda v: cross_entropy(v, LABELS, z_loss=0.1))(x)
+    assert np.isfinite(g).all() and np.isfinite(h).all()
+    assert (g[x == -np.inf] == 0).all()
+
+
+def test_a_label_on_an_inf_logit_has_infinite_loss() -> None:
+    x = LOGITS.copy()
+    x[0, 0] = -np.inf
+    assert cross_entropy(x, LABELS, reduction="none")[0] == np.inf
+
+
+def test_out_of_range_labels_are_an_error_eagerly_and_nan_under_jit() -> None:
+    bad = np.array([0, 7, -100, 3, -2], np.int32)
+    with pytest.raises(ValueError, match=r"gradrules\.cross_entropy: labels must lie in "
+                                         r"\[0, 7\) or equal ignore_index=-100; got \[-2, 7\]"):
+        cross_entropy(LOGITS, bad)
+    with pytest.raises(ValueError, match=r"gradrules\.nll_loss: labels must lie in \[0, 7\)"):
+        nll_loss(LOGITS, bad)
+    with pytest.raises(ValueError, match=r"fused_linear_cross_entropy: labels must lie"):
+        fused_linear_cross_entropy(H, W, bad)
+    per_token = np.asarray(jax.jit(lambda x, l: cross_entropy(x, l, reduction="none"))(LOGITS, bad))
+    assert np.isnan(per_token[[1, 4]]).all() and np.isfinite(per_token[[0, 2, 3]]).all()
+    assert np.isnan(jax.jit(cross_entropy)(LOGITS, bad))
+    g = jax.jit(jax.grad(cross_entropy))(LOGITS, bad)
+    assert np.isnan(g[1]).all() and np.isfinite(g[0]).all()
+    assert np.isnan(jax.jit(fused_linear_cross_entropy)(H, W, bad))
+    assert np.isnan(jax.jit(nll_loss)(LOGITS, bad))
+
+
+def test_nll_loss_class_weights_and_their_gradient() -> None:
+    logp = jax.nn.log_softmax(LOGITS)
+    weight = rng.uniform(0.5, 2.0, 7)
+
+    def ref(lp, w):
+        valid = LABELS != -100
+        wy = np.where(valid, 1.0, 0.0) * w[np.clip(LABELS, 0, 6)]
+        return jnp.sum(-wy * lp[np.arange(5), np.clip(LABELS, 0, 6)]) / jnp.sum(wy)
+
+    f = lambda lp, w: nll_loss(lp, LABELS, weight=w)  # noqa: E731
+    np.testing.assert_allclose(f(logp, weight), ref(logp, weight), rtol=1e-12)
+    _all_close(jax.grad(f, (0, 1))(logp, weight), jax.grad(ref, (0, 1))(logp, weight))
+    _all_close(jax.hessian(f, (0, 1))(logp, weight), jax.hessian(ref, (0, 1))(logp, weight))
+    # log-probabilities of 0 (-inf) on classes no label picks stay harmless
+    logp_inf = logp.at[0, 1].set(-jnp.inf)
+    g = jax.grad(f, (0, 1))(logp_inf, weight)
+    assert all(np.isfinite(x).all() for x in g)
+
+
+# --------------------------------------------- fused_linear_cross_entropy
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 2 tokens x 3 vocabulary entries: several blocks, both tails."""
+    monkeypatch.setattr(_loss_xla, "DEFAULT_BLOCKS", _loss_xla.Blocks(tokens=2, vocab=3))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"label_smoothing": 0.2, "z_loss": 0.05},
+                                    {"reduction": "none"}])
+def test_fused_linear_cross_entropy_is_cross_entropy_of_the_product(small_blocks, kwargs) -> None:
+    f = lambda h, w: jnp.sum(fused_linear_cross_entropy(h, w, LABELS, **kwargs))  # noqa: E731
+    g = lambda h, w: jnp.sum(cross_entropy(h @ w, LABELS, **kwargs))  # noqa: E731
+    assert "block=(2, 3)" in str(jax.make_jaxpr(f)(H, W))
+    np.testing.assert_allclose(f(H, W), g(H, W), rtol=1e-12)
+    _all_close(jax.grad(f, (0, 1))(H, W), jax.grad(g, (0, 1))(H, W))
+    _all_close(jax.jacfwd(f, (0, 1))(H, W), jax.jacfwd(g, (0, 1))(H, W))
+    _all_close(jax.hessian(f, (0, 1))(H, W), jax.hessian(g, (0, 1))(H, W), 1e-9)
+    hb = np.stack([H, H[::-1]])
+    _all_close(jax.vmap(f, (0, None))(hb, W), jnp.stack([f(H, W), f(H[::-1], W)]))
+
+
+def test_fused_linear_cross_entropy_binds_its_fused_primitives() -> None:
+    f = lambda h, w: fused_linear_cross_entropy(h, w, LABELS)  # noqa: E731
+    grad = _primitives(jax.grad(f, (0, 1)), H, W)
+    assert "fused_linear_cross_entropy_vjp" in grad and "matmul" not in grad
+    fwd = _primitives(jax.jacfwd(f, (0, 1)), H, W)
+    assert "fused_linear_cross_entropy_jvp" in fwd and "matmul" not in fwd
+
+
+def test_grad_never_holds_the_logits() -> None:
+    """Compiled temp memory of the gradient stays below one [tokens, vocab]
+    float32 array (the plain jax.numpy gradient holds at least that)."""
+    tokens, hidden, vocab = 256, 32, 16384
+    k = jax.random.split(jax.random.PRNGKey(0), 3)
+    h = jax.random.normal(k[0], (tokens, hidden), jnp.float32)
+    w = jax.random.normal(k[1], (hidden, vocab), jnp.float32)
+    labels = jax.random.randint(k[2], (tokens,), 0, vocab)
+
+    def temp(f):
+        return jax.jit(jax.grad(f, (0, 1))).lower(h, w).compile().memory_analysis() \
+            .temp_size_in_bytes
+
+    ours = temp(lambda h, w: fused_linear_cross_entropy(h, w, labels))
+    plain = temp(lambda h, w: jnp.mean(jax.nn.logsumexp(h @ w, -1)
+                                       - jnp.take_along_axis(h @ w, labels[:, None], -1)[:, 0]))
+    logits_bytes = tokens * vocab * 4
+    assert plain >= logits_bytes
+    assert ours <= logits_bytes // 4, (ours, plain)
+
+
+@pytest.mark.parametrize("fn", ["cross_entropy", "fused_linear_cross_entropy"])
+def test_bfloat16_accumulates_in_float32(fn) -> None:
+    h = jnp.asarray(rng.normal(size=(8, 16)), jnp.bfloat16)
+    w = jnp.asarray(rng.normal(size=(16, 512)), jnp.bfloat16)
+    labels = rng.integers(0, 512, 8)
+    if fn == "cross_entropy":
+        x = h @ w
+        loss, want = cross_entropy(x, labels), cross_entropy(x.astype(jnp.float32), labels)
+        grad = jax.grad(lambda v: cross_entropy(v, labels).astype(jnp.float32))(x)
+    else:
+        loss = fused_linear_cross_entropy(h, w, labels)
+        want = fused_linear_cross_entropy(h.astype(jnp.float32), w.astype(jnp.float32), labels)
+        grad = jax.grad(lambda a: fused_linear_cross_entropy(a, w, labels).astype(
+            jnp.float32))(h)
+    assert loss.dtype == jnp.bfloat16 and grad.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(np.float32(loss), np.float32(want.astype(jnp.bfloat16)))
+    assert np.isfinite(np.asarray(grad, np.float32)).all()
+
+
+def test_cross_entropy_transforms_bind_its_fused_primitives() -> None:
+    f = lambda x: cross_entropy(x, LABELS)  # noqa: E731
+    assert {"cross_entropy", "cross_entropy_vjp"} <= _primitives(jax.grad(f), LOGITS)
+    assert "cross_entropy_jvp" not in _primitives(jax.grad(f), LOGITS)
+    assert "cross_entropy_jvp" in _primitives(jax.jacfwd(f), LOGITS)
+    with gradrules.config.using(kernel="pallas"):
+        with pytest.raises(NotImplementedError, match="gradrules.cross_entropy: "
+                                                      "kernel='pallas' has no Pallas kernel"):
+            f(LOGITS)
+
+
+# ------------------------------------------------------------- bad input
+def test_bad_labels() -> None:
+    with pytest.raises(TypeError, match=r"gradrules\.cross_entropy: argument labels must have "
+                                        "an integer dtype, got float"):
+        cross_entropy(LOGITS, LABELS.astype(np.float32))
+    with pytest.raises(TypeError, match=r"gradrules\.nll_loss: argument labels must have an "
+                                        "integer dtype"):
+        nll_loss(LOGITS, LABELS.astype(np.float64))
+    with pytest.raises(TypeError, match=r"fused_linear_cross_entropy: argument labels must "
+                                        "have an integer dtype"):
+        fused_linear_cross_entropy(H, W, LABELS.astype(np.float32))
+    with pytest.raises(ValueError, match=r"gradrules\.cross_entropy: labels must have shape "
+                                         r"\(5,\) \(logits.shape\[:-1\]\), got \(4,\)"):
+        cross_entropy(LOGITS, LABELS[:4])
+    with pytest.raises(ValueError, match="labels must have shape"):
+        jax.jit(cross_entropy).lower(jax.ShapeDtypeStruct((5, 7), jnp.float32),
+                                     jax.ShapeDtypeStruct((3,), jnp.int32))
+
+
+def test_bad_shapes_and_params() -> None:
+    with pytest.raises(ValueError, match=r"gradrules\.fused_linear_cross_entropy: hidden sizes "
+                                         r"do not match: h with shape \(5, 4\) has hidden size "
+                                         r"4, w with shape \(3, 7\) has 3"):
+        fused_linear_cross_entropy(H, W[:3], LABELS)
+    with pytest.raises(ValueError, match=r"gradrules\.cross_entropy: reduction must be one of"):
+        cross_entropy(LOGITS, LABELS, reduction="avg")
+    with pytest.raises(ValueError, match=r"gradrules\.cross_entropy: label_smoothing must lie "
+                                         r"in \[0.0, 1.0\]"):
+        cross_entropy(LOGITS, LABELS, label_smoothing=1.5)
+    with pytest.raises(ValueError, match=r"gradrules\.cross_entropy: z_loss must lie in"):
+        cross_entropy(LOGITS, LABELS, z_loss=-1.0)
+    with pytest.raises(TypeError, match=r"gradrules\.cross_entropy: ignore_index must be an "
+                                        "int"):
+        cross_entropy(LOGITS, LABELS, ignore_index=-1.5)
+    with pytest.raises(TypeError, match=r"gradrules\.cross_entropy: argument logits must have "
+                                        "a floating dtype"):
+        cross_entropy(np.arange(6).reshape(2, 3), np.array([0, 1]))
+    with pytest.raises(ValueError, match=r"gradrules\.nll_loss: weight must have shape \(7,\)"):
+        nll_loss(LOGITS, LABELS, weight=np.ones(6))
+    with pytest.raises(ValueError, match="logits must have a class axis"):
+        cross_entropy(np.float64(1.0), np.int32(0))

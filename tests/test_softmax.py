@@ -1,0 +1,108 @@
+"""softmax and log_softmax: -inf rows in every mode, the fused primitives each
+transform binds, float32 accumulation of bfloat16 input, kernels, bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import gradrules
+from gradrules import _jax
+from gradrules.primitives.arithmetic import multiply
+from gradrules.primitives.compare import where
+from gradrules.primitives.reduction import sum as gr_sum
+from gradrules.primitives.softmax import log_softmax, softmax
+
+X = jnp.array([[1.0, -jnp.inf, 0.5, 2.0],
+               [-jnp.inf, -jnp.inf, -jnp.inf, -jnp.inf],
+               [0.3, 0.1, -0.2, 0.0]])
+W = jnp.array([[0.5, -1.0, 2.0, 1.5], [1.0, 2.0, 3.0, 4.0], [-0.3, 0.7, 0.2, -1.1]])
+
+
+def _primitives(closed):
+    return {p.name for p, _ in _jax.jaxpr_primitives(closed)}
+
+
+def test_softmax_of_an_all_inf_row_is_zero_with_zero_derivatives() -> None:
+    y = softmax(X)
+    np.testing.assert_array_equal(y[1], 0.0)
+    np.testing.assert_allclose(y[0], jax.nn.softmax(X[0]), rtol=1e-6)
+    assert y[0, 1] == 0.0
+    f = lambda x: gr_sum(multiply(softmax(x), W))  # noqa: E731
+    for d in (jax.grad(f)(X), jax.jacfwd(f)(X), jax.hessian(f)(X)):
+        assert np.isfinite(d).all()
+    np.testing.assert_array_equal(jax.grad(f)(X)[1], 0.0)
+    np.testing.assert_array_equal(jax.hessian(f)(X)[1], 0.0)
+
+
+def test_log_softmax_of_inf_entries() -> None:
+    """-inf entries stay -inf, finite rows sum to probability 1, and the
+    tangents are finite: an all -inf row passes the tangent through."""
+    y = log_softmax(X)
+    assert np.isneginf(y[1]).all() and np.isneginf(y[0, 1])
+    np.testing.assert_allclose(jnp.exp(y[0]).sum(), 1.0, rtol=1e-6)
+    t = jnp.ones_like(X) * jnp.arange(4.0)
+    _, ty = jax.jvp(log_softmax, (X,), (t,))
+    assert np.isfinite(ty).all()
+    np.testing.assert_allclose(ty[1], t[1])
+    finite = jnp.isfinite(y)
+    g = jax.grad(lambda x: gr_sum(multiply(where(finite, log_softmax(x), 0.0), W)))(X)
+    assert np.isfinite(g).all()
+    assert g[0, 1] == 0.0
+    h = jax.hessian(lambda x: gr_sum(multiply(where(finite, log_softmax(x), 0.0), W)))(X)
+    assert np.isfinite(h).all()
+
+
+def test_each_transform_binds_its_fused_primitive() -> None:
+    x = jnp.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    f = lambda x: gr_sum(multiply(softmax(x, axis=0), x))  # noqa: E731
+    grad = _primitives(jax.make_jaxpr(jax.grad(f))(x))
+    assert "softmax_vjp" in grad and "softmax_jvp" not in grad
+    fwd = _primitives(jax.make_jaxpr(jax.jacfwd(lambda x: softmax(x, axis=0)))(x))
+    assert "softmax_jvp" in fwd and "softmax_vjp" not in fwd
+    fwd = _primitives(jax.make_jaxpr(jax.jacfwd(log_softmax))(x))
+    assert "log_softmax_jvp" in fwd
+
+
+@pytest.mark.parametrize("fn, ref", [(softmax, jax.nn.softmax),
+                                     (log_softmax, jax.nn.log_softmax)])
+def test_any_axis_matches_jax_nn(fn, ref) -> None:
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(2, 3, 4)))
+    for axis in (0, 1, -1, -3):
+        np.testing.assert_allclose(fn(x, axis=axis), ref(x, axis=axis), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [softmax, log_softmax])
+def test_bfloat16_accumulates_in_float32(fn) -> None:
+    x = jnp.asarray(np.random.default_rng(1).normal(size=(3, 4096)) * 4, jnp.bfloat16)
+    y = fn(x)
+    assert y.dtype == jnp.bfloat16
+    want = fn(x.astype(jnp.float32)).astype(jnp.bfloat16)
+    np.testing.assert_array_equal(np.asarray(y, np.float32), np.asarray(want, np.float32))
+    g = jax.grad(lambda v: gr_sum(fn(v).astype(jnp.float32)))(x)
+    assert g.dtype == jnp.bfloat16 and np.isfinite(np.asarray(g, np.float32)).all()
+
+
+def test_pallas_kernel_is_not_there_yet() -> None:
+    x = jnp.ones((2, 3))
+    with gradrules.config.using(kernel="interpret"):
+        with pytest.raises(NotImplementedError, match="gradrules.softmax: kernel='interpret' "
+                                                      "has no Pallas kernel yet"):
+            softmax(x)
+        assert "kernel=interpret" in str(jax.make_jaxpr(log_softmax)(x))
+    assert "kernel=auto" in str(jax.make_jaxpr(softmax)(x))
+
+
+@pytest.mark.parametrize("fn", [softmax, log_softmax])
+def test_bad_input(fn) -> None:
+    name = fn.__name__
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: argument x must have a floating "
+                                        "dtype, got int"):
+        fn(jnp.arange(3))
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: axis=2 is out of range for an "
+                                         "array of rank 2"):
+        fn(jnp.ones((2, 3)), axis=2)
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: axis must be an int"):
+        fn(jnp.ones((2, 3)), axis=(0, 1))
+    with pytest.raises(TypeError, match="complex input is not supported"):
+        fn(jnp.ones(3, jnp.complex64))
