@@ -1,31 +1,9 @@
 """Primitives, their abstract eval and reference lowering, and the public
-functions. Importing this package registers every family (order matters
-only in that a family imports the ones it builds on)."""
+functions. Importing this package registers every family (``core.families``)."""
 
-from . import (  # noqa: F401
-    arithmetic,
-    compare,
-    convert,
-    reduction,
-    rounding,
-    shape,
-    unary,
-    special,
-    activation,
-    logical,
-    scan,
-    sort,
-    layout,
-    indexing,
-    linalg,
-    conv,
-    pool,
-    resample,
-    softmax,
-    loss,
-    norm,
-    attention,
-    rope,
-    gated,
-    random,
-)
+import importlib
+
+from ..core.families import FAMILIES
+
+for _family in FAMILIES:
+    importlib.import_module(f"{__name__}.{_family}")

@@ -1,30 +1,9 @@
 """JVP, transpose and batching rules, one module per family. Importing this
-package registers them all."""
+package registers them all (``core.families``)."""
 
-from . import (  # noqa: F401
-    arithmetic,
-    compare,
-    convert,
-    reduction,
-    rounding,
-    shape,
-    unary,
-    special,
-    activation,
-    logical,
-    scan,
-    sort,
-    layout,
-    indexing,
-    linalg,
-    conv,
-    pool,
-    resample,
-    softmax,
-    loss,
-    norm,
-    attention,
-    rope,
-    gated,
-    random,
-)
+import importlib
+
+from ..core.families import FAMILIES
+
+for _family in FAMILIES:
+    importlib.import_module(f"{__name__}.{_family}")

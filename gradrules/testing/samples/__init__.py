@@ -93,33 +93,7 @@ def binary_samples(lo: float = -2.0, hi: float = 2.0, ylo: float | None = None,
     return make
 
 
-FAMILY_MODULES = (
-    "arithmetic",
-    "compare",
-    "convert",
-    "reduction",
-    "rounding",
-    "shape",
-    "unary",
-    "special",
-    "activation",
-    "logical",
-    "scan",
-    "sort",
-    "layout",
-    "indexing",
-    "linalg",
-    "conv",
-    "pool",
-    "resample",
-    "softmax",
-    "loss",
-    "norm",
-    "attention",
-    "rope",
-    "gated",
-    "random",
-)
+from ...core.families import FAMILIES as FAMILY_MODULES  # noqa: E402
 
 _TABLE: dict[str, OpInfo] | None = None
 
