@@ -158,7 +158,8 @@ def _compare(got: Any, want: Any, tol: Tol, what: str) -> tuple[float, float]:
         a64 = a.astype(np.float64) if a.dtype != jax.dtypes.float0 else np.zeros(a.shape)
         b64 = b.astype(np.float64) if b.dtype != jax.dtypes.float0 else np.zeros(b.shape)
         same_inf = (a64 == b64) | (np.isnan(a64) & np.isnan(b64))
-        err = np.where(same_inf, 0.0, np.abs(a64 - b64))
+        with np.errstate(invalid="ignore"):   # inf - inf where both are the same inf
+            err = np.where(same_inf, 0.0, np.abs(a64 - b64))
         if np.isnan(err).any():
             raise _Mismatch(np.nan, np.nan, f"{what}: NaN where the other has a number")
         bound = tol.atol + tol.rtol * np.abs(np.where(np.isfinite(b64), b64, 0.0))
