@@ -19,7 +19,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         for info in op.primitive_infos:
             rules = [info.rule_status(k) for k in RULE_KINDS]
             rows.append((op.name, op.family, info.name, *rules,
-                         "x".join(",".join(g) for g in op.linear) or "-",
+                         " | ".join(",".join(g) for g in op.linear) or "-",
                          op.kernel or "-", "; ".join(gaps) or "ok"))
     if not rows:
         return 0

@@ -1,11 +1,13 @@
 """linalg: matmul semantics and derivatives against jnp.matmul to order 3,
-einsum forms, fused_gemm_epilogue activations, and bad input."""
+mm / bmm / addmm / linear as primitives of their own (jaxprs, vmap folds, every
+bias broadcast), einsum forms, fused_gemm_epilogue activations, bad input."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from gradrules import check
 from gradrules.primitives.linalg import (addmm, bmm, einsum, fused_gemm_epilogue, linear,
                                          matmul, mm)
 
@@ -158,6 +160,47 @@ def test_mm_bmm_addmm_linear_values() -> None:
     np.testing.assert_allclose(linear(x, y), x @ y, rtol=1e-12)
 
 
+FORMS = [  # (op, its own primitive, args, jnp reference); vmapped over x
+    (mm, "mm", (_r(2, 3), _r(3, 4)), jnp.matmul),
+    (bmm, "bmm", (_r(2, 2, 3), _r(2, 3, 4)), jnp.matmul),
+    (lambda b, x, y: addmm(b, x, y, beta=0.5, alpha=-2.0), "addmm",
+     (_r(2, 1), _r(2, 3), _r(3, 4)), lambda b, x, y: 0.5 * b - 2.0 * jnp.matmul(x, y)),
+    (linear, "linear", (_r(2, 3), _r(3, 4), _r(4)), lambda x, w, b: jnp.matmul(x, w) + b),
+    (linear, "linear", (_r(3), _r(3, 4)), jnp.matmul),
+]
+
+
+@pytest.mark.parametrize("fn, name, args, ref", FORMS, ids=[f[1] for f in FORMS])
+def test_matmul_forms_are_primitives_of_their_own_to_order_3(fn, name, args, ref) -> None:
+    """Each form binds its own primitive (not matmul) forward, in reverse mode
+    and under vmap, and its derivatives agree with jnp to order 3."""
+    for got, want in zip(_derivatives(fn, args, 3), _derivatives(ref, args, 3)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    loss = lambda *a: jnp.sum(fn(*a) ** 2)  # noqa: E731
+    ix = 1 if name == "addmm" else 0
+    stacked = tuple(np.stack([a, a]) if i == ix else a for i, a in enumerate(args))
+    in_axes = tuple(0 if i == ix else None for i in range(len(args)))
+    traced = [(fn, args), (jax.grad(loss, argnums=tuple(range(len(args)))), args),
+              (jax.vmap(fn, in_axes=in_axes), stacked)]
+    for f, a in traced:
+        prims = {e.primitive.name for e in jax.make_jaxpr(f)(*a).eqns}
+        assert name in prims and "matmul" not in prims, prims
+
+
+@pytest.mark.parametrize("in_axes, bound", [
+    ((0, None), "mm"), ((None, 1), "mm"), ((0, 2), "bmm")])
+def test_mm_batching_folds_into_one_product(in_axes, bound) -> None:
+    xb, yb = _r(2, 3, 4), _r(2, 4, 5)   # two examples of x [3, 4] and y [4, 5]
+    xs = xb[0] if in_axes[0] is None else np.moveaxis(xb, 0, in_axes[0])
+    ys = yb[0] if in_axes[1] is None else np.moveaxis(yb, 0, in_axes[1])
+    f = jax.vmap(mm, in_axes=in_axes)
+    eqns = [e.primitive.name for e in jax.make_jaxpr(f)(xs, ys).eqns]
+    assert eqns.count(bound) == 1 and {"mm", "bmm", "matmul"} & set(eqns) == {bound}
+    want = [(xb[0] if in_axes[0] is None else xb[i]) @ (yb[0] if in_axes[1] is None else yb[i])
+            for i in range(2)]
+    np.testing.assert_allclose(f(xs, ys), np.stack(want), rtol=1e-12)
+
+
 BAD = [
     (matmul, (_r(2, 3), _r(4, 5)), {}, ValueError, r"gradrules.matmul: inner dimensions.*\(2, 3\)"),
     (matmul, (_r(2, 3), _r(2, 3)), {"transpose_x": False}, ValueError, "inner dimensions"),
@@ -167,8 +210,17 @@ BAD = [
     (mm, (_r(3), _r(3, 2)), {}, ValueError, "gradrules.mm: argument x must have rank 2"),
     (bmm, (_r(2, 2, 3), _r(3, 3, 4)), {}, ValueError, "gradrules.bmm: batch sizes differ"),
     (addmm, (_r(3, 3), _r(2, 2), _r(2, 3)), {}, ValueError, r"gradrules.addmm: .*\(3, 3\)"),
-    (linear, (_r(2, 3), _r(3)), {}, ValueError, "gradrules.linear: w must be"),
-    (linear, (_r(2, 3), _r(3, 2), _r(3)), {}, ValueError, "bias must have shape"),
+    (mm, (_r(2, 3), _r(2, 3)), {}, ValueError, r"gradrules.mm: inner dimensions.*\(2, 3\)"),
+    (bmm, (_r(2, 3), _r(2, 3, 4)), {}, ValueError, "gradrules.bmm: argument x must have rank 3"),
+    (addmm, (_r(3), _r(2, 2), _r(2, 3)), {"beta": "1"}, TypeError,
+     "gradrules.addmm: beta must be a Python number"),
+    (addmm, (_r(3), _r(2, 2), _r(2, 3)), {"alpha": float("nan")}, ValueError,
+     "alpha must be finite"),
+    (addmm, (_r(3), _r(2, 2, 2), _r(2, 3)), {}, ValueError, "argument x must have rank 2"),
+    (linear, (_r(2, 3), _r(3)), {}, ValueError, "gradrules.linear: argument w must have rank 2"),
+    (linear, (_r(2, 3), _r(4, 2)), {}, ValueError, "gradrules.linear: inner dimensions"),
+    (linear, (_r(2, 3), _r(3, 2), _r(3)), {}, ValueError,
+     r"gradrules.linear: b must have shape \(2,\)"),
     (einsum, ("ij,jk->ik", _r(2, 3)), {}, ValueError, "names 2 operands, got 1"),
     (einsum, ("ij,jk->ik", _r(2, 3), _r(4, 5)), {}, ValueError,
      r"gradrules.einsum: index 'j'.*sizes 3 and 4"),
@@ -192,3 +244,17 @@ def test_bad_input_raises_at_trace_time(fn, args, kwargs, exc, match) -> None:
     arrays = [a for a in args if not isinstance(a, str)]
     with pytest.raises(exc, match=match):
         jax.eval_shape(lambda *a: fn(*static, *a, **kwargs), *arrays)
+
+
+@pytest.mark.parametrize("bias_shape", [(), (4,), (1, 4), (3, 1), (3, 4)])
+def test_addmm_vmap_and_transpose_for_every_bias_broadcast(bias_shape) -> None:
+    """Every in_axes combination (folds into m or n, bmm, bias alone) and the
+    transposes, for each way the bias can broadcast to [m, n]."""
+    check("addmm", _r(*bias_shape), _r(3, 2), _r(2, 4), beta=0.5, alpha=2.0,
+          checks=("vmap", "transpose", "fd")).raise_if_failed()
+
+
+@pytest.mark.parametrize("x_shape, with_bias", [((3,), True), ((2, 3, 3), True), ((2, 3), False)])
+def test_linear_vmap_for_every_in_axes(x_shape, with_bias) -> None:
+    args = (_r(*x_shape), _r(3, 4)) + ((_r(4),) if with_bias else ())
+    check("linear", *args, checks=("vmap", "transpose")).raise_if_failed()

@@ -1,11 +1,12 @@
-"""Linear algebra: matmul (and its forms mm, bmm, addmm, linear), einsum and
-fused_gemm_epilogue.
+"""Linear algebra: matmul, its fixed-rank forms mm, bmm, addmm and linear,
+einsum and fused_gemm_epilogue, each a primitive.
 
-``matmul_p`` and ``einsum_p`` are multilinear: their JVPs bind themselves on
-one tangent at a time and their transposes are again matmuls / einsums (see
-``gradrules/rules/linalg.py``). ``fused_gemm_epilogue_p`` is one primitive for
-``act(x @ y + bias)``; its JVP is written with matmul, add and the derivative
-of the activation.
+``matmul_p``, ``mm_p``, ``bmm_p`` and ``einsum_p`` are multilinear: their JVPs
+bind themselves on one tangent at a time and their transposes are again
+products of the same kind (see ``gradrules/rules/linalg.py``); ``addmm_p`` and
+``linear_p`` are jointly linear in the bias and one factor.
+``fused_gemm_epilogue_p`` is one primitive for ``act(x @ y + bias)``; its JVP
+is written with matmul, add and the derivative of the activation.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..core.meta import broadcast_shapes, check_dtype, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._elementwise import promote
+from ._fused import number_param
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -95,72 +97,145 @@ def matmul(x: ArrayLike, y: ArrayLike, *, transpose_x: bool = False,
                          transpose_y=_flag("matmul", "transpose_y", transpose_y))
 
 
-def _require_rank(op: str, arrays: dict[str, Any], rank: int) -> None:
-    for name, a in arrays.items():
-        if np.ndim(a) != rank:
-            raise ValueError(f"{op_name(op)}: argument {name} must have rank {rank}, got "
-                             f"shape {np.shape(a)}")
+# ------------------------------------------- mm, bmm, addmm, linear
+# Each of the fixed-rank forms of the catalog is a primitive of its own (as in
+# PyTorch's core IR): its abstract eval checks the ranks, and its rules bind
+# the same primitive again (see gradrules/rules/linalg.py).
+def _product_meta(op: str, operands: dict[str, Any], ranks: tuple[int | None, int],
+                  kind: str) -> tuple[Any, tuple[int, ...]]:
+    """Dtype and shape of ``x @ y`` for the two named operands of the given
+    ranks (``None``: any rank >= 1); a rank-3 pair must agree on axis 0."""
+    (xn, x), (yn, y) = operands.items()
+    dtype = same_dtype(op, operands)
+    check_dtype(op, xn, dtype, kind)
+    for (name, a), rank in zip(operands.items(), ranks):
+        if (len(a.shape) < 1) if rank is None else (len(a.shape) != rank):
+            want = "rank >= 1" if rank is None else f"rank {rank}"
+            raise ValueError(f"{op_name(op)}: argument {name} must have {want}, got shape "
+                             f"{tuple(a.shape)}")
+    if ranks == (3, 3) and x.shape[0] != y.shape[0]:
+        raise ValueError(f"{op_name(op)}: batch sizes differ: {xn} with shape "
+                         f"{tuple(x.shape)}, {yn} with shape {tuple(y.shape)}")
+    return dtype, matmul_shape(op, x.shape, y.shape, False, False)
+
+
+def _fixed_rank_meta(op: str, rank: int) -> Any:
+    """The abstract eval of ``x @ y`` for two operands of rank ``rank``."""
+    def infer_meta(x: Any, y: Any) -> ShapedArray:
+        dtype, shape = _product_meta(op, {"x": x, "y": y}, (rank, rank), "numeric")
+        return ShapedArray(shape, dtype, weak_type=x.weak_type and y.weak_type)
+    infer_meta.__name__ = f"_{op}_infer_meta"
+    return infer_meta
+
+
+def _plain_product(x: Array, y: Array) -> Array:
+    return _matmul_impl(x, y, transpose_x=False, transpose_y=False)
+
+
+mm_p = define_primitive("mm", family=FAMILY, operands=("x", "y"),
+                        infer_meta=_fixed_rank_meta("mm", 2), impl=_plain_product)
+bmm_p = define_primitive("bmm", family=FAMILY, operands=("x", "y"),
+                         infer_meta=_fixed_rank_meta("bmm", 3), impl=_plain_product)
 
 
 def mm(x: ArrayLike, y: ArrayLike) -> Array:
-    """``x @ y`` for matrices x [m, k] and y [k, n] (``matmul`` restricted to 2-D)."""
+    """``x @ y`` for matrices x [m, k] and y [k, n] (aten.mm).
+
+    Bilinear: the tangent is ``mm(tx, y) + mm(x, ty)``; the transposes are
+    ``mm(ct, y^T)`` for x and ``mm(x^T, ct)`` for y. Under vmap the batch axis
+    folds into m (x batched) or n (y batched); with both batched it is a bmm.
+    """
     x, y = promote("mm", {"x": x, "y": y}, "numeric")
-    _require_rank("mm", {"x": x, "y": y}, 2)
-    return matmul_p.bind(x, y, transpose_x=False, transpose_y=False)
+    return mm_p.bind(x, y)
 
 
 def bmm(x: ArrayLike, y: ArrayLike) -> Array:
-    """Batched ``x @ y``: x [b, m, k], y [b, k, n] -> [b, m, n], no broadcasting."""
+    """Batched ``x @ y``: x [b, m, k], y [b, k, n] -> [b, m, n], no broadcasting
+    (aten.bmm).
+
+    Bilinear: the tangent is ``bmm(tx, y) + bmm(x, ty)``; the transposes are
+    ``bmm(ct, y^T)`` and ``bmm(x^T, ct)`` (last two axes swapped). Under vmap
+    the batch axis folds into m, n or b, so one bmm is bound.
+    """
     x, y = promote("bmm", {"x": x, "y": y}, "numeric")
-    _require_rank("bmm", {"x": x, "y": y}, 3)
-    if np.shape(x)[0] != np.shape(y)[0]:
-        raise ValueError(f"{op_name('bmm')}: batch sizes differ: x with shape {np.shape(x)}, "
-                         f"y with shape {np.shape(y)}")
-    return matmul_p.bind(x, y, transpose_x=False, transpose_y=False)
+    return bmm_p.bind(x, y)
 
 
-def _number(op: str, name: str, v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{op_name(op)}: {name} must be a Python number, got {v!r}")
-    return float(v)
+def _addmm_infer_meta(bias: Any, x: Any, y: Any, *, beta: float, alpha: float) -> ShapedArray:
+    dtype, shape = _product_meta("addmm", {"x": x, "y": y}, (2, 2), "float")
+    same_dtype("addmm", {"bias": bias, "x": x})
+    if broadcast_shapes("addmm", {"bias": bias.shape, "x @ y": shape}) != shape:
+        raise ValueError(f"{op_name('addmm')}: bias with shape {tuple(bias.shape)} does not "
+                         f"broadcast to x @ y with shape {shape}")
+    return ShapedArray(shape, dtype)
+
+
+def addmm_reference(bias: Array, x: Array, y: Array, *, beta: float = 1.0,
+                    alpha: float = 1.0) -> Array:
+    return beta * bias + alpha * jnp.matmul(x, y, precision=HIGHEST)
+
+
+def _addmm_impl(bias: Array, x: Array, y: Array, *, beta: float, alpha: float) -> Array:
+    return addmm_reference(bias, x, y, beta=beta, alpha=alpha).astype(x.dtype)
+
+
+addmm_p = define_primitive("addmm", family=FAMILY, operands=("bias", "x", "y"),
+                           params=("beta", "alpha"), infer_meta=_addmm_infer_meta,
+                           impl=_addmm_impl)
 
 
 def addmm(bias: ArrayLike, x: ArrayLike, y: ArrayLike, *, beta: float = 1.0,
           alpha: float = 1.0) -> Array:
     """``beta * bias + alpha * (x @ y)`` for matrices x [m, k], y [k, n] and a
-    bias broadcastable to [m, n] (torch.addmm).
+    bias broadcastable to [m, n] (aten.addmm).
 
-    Jointly linear in (bias, x) and in (bias, y); built from matmul, scale and
-    add, whose transposes give the reverse mode.
+    Jointly linear in (bias, x) and in (bias, y). The tangent is
+    ``addmm(tb, tx, y) + alpha * mm(x, ty)`` (the bias tangent rides on the
+    first product); the transposes are ``beta * sum(ct)`` over the broadcast
+    axes for bias, ``alpha * mm(ct, y^T)`` for x and ``alpha * mm(x^T, ct)``
+    for y.
     """
-    from .arithmetic import add, scale
     bias, x, y = promote("addmm", {"bias": bias, "x": x, "y": y}, "float")
-    _require_rank("addmm", {"x": x, "y": y}, 2)
-    beta, alpha = _number("addmm", "beta", beta), _number("addmm", "alpha", alpha)
-    prod = matmul_p.bind(x, y, transpose_x=False, transpose_y=False)
-    if broadcast_shapes("addmm", {"bias": np.shape(bias), "x @ y": np.shape(prod)}
-                        ) != np.shape(prod):
-        raise ValueError(f"{op_name('addmm')}: bias with shape {np.shape(bias)} does not "
-                         f"broadcast to x @ y with shape {np.shape(prod)}")
-    if alpha != 1.0:
-        prod = scale(prod, scale=alpha)
-    return add(scale(bias, scale=beta) if beta != 1.0 else bias, prod)
+    return addmm_p.bind(bias, x, y, beta=number_param("addmm", "beta", beta),
+                        alpha=number_param("addmm", "alpha", alpha))
+
+
+def _linear_infer_meta(x: Any, w: Any, *b: Any) -> ShapedArray:
+    dtype, shape = _product_meta("linear", {"x": x, "w": w}, (None, 2), "float")
+    if b:
+        same_dtype("linear", {"x": x, "b": b[0]})
+        if tuple(b[0].shape) != shape[-1:]:
+            raise ValueError(f"{op_name('linear')}: b must have shape ({shape[-1]},) to add "
+                             f"to x @ w with shape {shape}; got b with shape "
+                             f"{tuple(b[0].shape)}")
+    return ShapedArray(shape, dtype)
+
+
+def linear_reference(x: Array, w: Array, b: Array | None = None) -> Array:
+    out = jnp.matmul(x, w, precision=HIGHEST)
+    return out if b is None else out + b
+
+
+def _linear_impl(x: Array, w: Array, *b: Array) -> Array:
+    return linear_reference(x, w, *b).astype(x.dtype)
+
+
+# b is optional: linear_p takes 2 or 3 operands
+linear_p = define_primitive("linear", family=FAMILY, operands=("x", "w", "*b"),
+                            infer_meta=_linear_infer_meta, impl=_linear_impl)
 
 
 def linear(x: ArrayLike, w: ArrayLike, b: ArrayLike | None = None) -> Array:
     """``x @ w + b`` with the weight laid out [in, out] (as jnp's ``x @ w``,
     not torch's [out, in]); x is [..., in], b (optional) is [out].
 
-    Linear in (x, b) and in (w, b): matmul's transposes plus bias_add's, which
-    sums the cotangent over every axis but the last for b.
+    Jointly linear in (x, b) and in (w, b). The tangent is
+    ``linear(tx, w, tb) + linear(x, tw)``; the transposes are
+    ``linear(ct, w^T)`` for x, ``mm(x^T, ct)`` (leading axes of x and ct
+    flattened) for w and the sum of ct over every axis but the last for b.
     """
-    from .arithmetic import bias_add
-    x, w = promote("linear", {"x": x, "w": w}, "float")
-    if np.ndim(w) != 2 or np.ndim(x) < 1:
-        raise ValueError(f"{op_name('linear')}: w must be [in, out] and x [..., in]; got x "
-                         f"with shape {np.shape(x)} and w with shape {np.shape(w)}")
-    out = matmul_p.bind(x, w, transpose_x=False, transpose_y=False)
-    return out if b is None else bias_add(out, b)
+    operands = {"x": x, "w": w} if b is None else {"x": x, "w": w, "b": b}
+    return linear_p.bind(*promote("linear", operands, "float"))
 
 
 # ------------------------------------------------------------------ einsum
@@ -366,16 +441,6 @@ def _matmul_reference(x: Array, y: Array, *, transpose_x: bool = False,
     return jnp.matmul(_swap_last(x, transpose_x), _swap_last(y, transpose_y), precision=HIGHEST)
 
 
-def _addmm_reference(bias: Array, x: Array, y: Array, *, beta: float = 1.0,
-                     alpha: float = 1.0) -> Array:
-    return beta * bias + alpha * jnp.matmul(x, y, precision=HIGHEST)
-
-
-def _linear_reference(x: Array, w: Array, b: Array | None = None) -> Array:
-    out = jnp.matmul(x, w, precision=HIGHEST)
-    return out if b is None else out + b
-
-
 def _einsum_reference(equation: str, *operands: Array) -> Array:
     return jnp.einsum(equation, *operands, precision=HIGHEST)
 
@@ -383,11 +448,11 @@ def _einsum_reference(equation: str, *operands: Array) -> Array:
 _XY = (("x",), ("y",))
 register_op(OpDef("matmul", FAMILY, matmul, (matmul_p,), _matmul_reference, ("x", "y"),
                   linear=_XY, order=3))
-register_op(OpDef("mm", FAMILY, mm, (matmul_p,), _matmul_reference, ("x", "y"), linear=_XY))
-register_op(OpDef("bmm", FAMILY, bmm, (matmul_p,), _matmul_reference, ("x", "y"), linear=_XY))
-register_op(OpDef("addmm", FAMILY, addmm, (matmul_p,), _addmm_reference, ("bias", "x", "y"),
+register_op(OpDef("mm", FAMILY, mm, (mm_p,), _matmul_reference, ("x", "y"), linear=_XY))
+register_op(OpDef("bmm", FAMILY, bmm, (bmm_p,), _matmul_reference, ("x", "y"), linear=_XY))
+register_op(OpDef("addmm", FAMILY, addmm, (addmm_p,), addmm_reference, ("bias", "x", "y"),
                   linear=(("bias", "x"), ("bias", "y"))))
-register_op(OpDef("linear", FAMILY, linear, (matmul_p,), _linear_reference, ("x", "w", "b"),
+register_op(OpDef("linear", FAMILY, linear, (linear_p,), linear_reference, ("x", "w", "b"),
                   linear=(("x", "b"), ("w", "b"))))
 # einsum is multilinear, one operand at a time ("*operands": each on its own).
 register_op(OpDef("einsum", FAMILY, einsum, (einsum_p,), _einsum_reference,

@@ -3,14 +3,21 @@
 matmul and einsum are multilinear: their JVP binds the primitive once per
 nonzero tangent, their transposes are matmuls / einsums of the cotangent with
 the other operands, and batching binds them once with the batch axis moved to
-the front (matmul) or given a letter of its own (einsum). fused_gemm_epilogue
-differentiates through matmul, add and the derivative of its activation.
+the front (matmul) or given a letter of its own (einsum). mm and bmm are
+multilinear too; vmap folds the batch axis into m, n or bmm's batch axis, so
+one mm or bmm is bound. addmm and linear are jointly linear in the bias and
+one factor: their JVPs bind themselves with the bias tangent riding on the
+first product, their transposes are mm / linear of the cotangent. Under vmap
+they fold the batch axis like mm when one factor is batched; otherwise (both
+factors, or the bias alone) they are bmm or mm plus the broadcast bias.
+fused_gemm_epilogue differentiates through matmul, add and the derivative of
+its activation.
 """
 
 from __future__ import annotations
 
 import math
-from functools import partial
+from functools import partial, reduce
 from typing import Any
 
 import numpy as np
@@ -19,14 +26,15 @@ from .. import _jax
 from .._jax import aval_of, is_undefined_primal, is_zero
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
-from ..primitives.arithmetic import add, multiply, subtract
+from ..primitives.arithmetic import add, multiply, scale, subtract
 from ..primitives.compare import gt
 from ..primitives.convert import convert_element_type
-from ..primitives.linalg import (einsum_p, fresh_letters, fused_gemm_epilogue_p, matmul_p,
-                                 parse_equation)
-from ..primitives.shape import broadcast_in_dim_p, expand_dims_p, reshape_p, squeeze_p
+from ..primitives.linalg import (addmm_p, bmm_p, einsum_p, fresh_letters, fused_gemm_epilogue_p,
+                                 linear_p, matmul_p, mm_p, parse_equation)
+from ..primitives.shape import (broadcast_in_dim_p, expand_dims_p, moveaxis, reshape_p,
+                                squeeze_p, transpose_p)
 from ..primitives.unary import square, tanh
-from ._common import add_tangents, bdim_to_front, broadcast_like, unbroadcast
+from ._common import add_tangents, batch_size, bdim_to_front, broadcast_like, unbroadcast
 
 
 # multilinear JVP (matmul, einsum, convolution) -----------------------------
@@ -125,6 +133,225 @@ def _matmul_batch(args: Any, dims: Any, *, transpose_x: bool, transpose_y: bool)
 
 register_rules(matmul_p, jvp=partial(multilinear_jvp, matmul_p), transpose=_matmul_transpose,
                batch=_matmul_batch)
+
+
+# mm, bmm, addmm, linear ----------------------------------------------------
+def _mT(a: Any) -> Any:
+    """``a`` with its last two axes swapped."""
+    perm = tuple(range(np.ndim(a) - 2)) + (np.ndim(a) - 1, np.ndim(a) - 2)
+    return transpose_p.bind(a, permutation=perm)
+
+
+def _scaled(a: Any, s: float) -> Any:
+    return a if s == 1.0 else scale(a, scale=s)
+
+
+def _product_transpose(prim: Any, ct: Any, x: Any, y: Any) -> list[Any]:
+    """The transpose of ``prim(x, y)`` (mm or bmm) in its one undefined
+    operand: ``prim(ct, y^T)`` for x, ``prim(x^T, ct)`` for y."""
+    if is_undefined_primal(x):
+        return [prim.bind(ct, _mT(y)), None]
+    return [None, prim.bind(_mT(x), ct)]
+
+
+def _merge_axis(a: Any, axis: int) -> Any:
+    """Merge axes ``axis`` and ``axis + 1`` of ``a``."""
+    s = np.shape(a)
+    return reshape_p.bind(a, new_sizes=s[:axis] + (s[axis] * s[axis + 1],) + s[axis + 2:])
+
+
+def _fold_batch(x: Any, y: Any, dx: int | None, dy: int | None,
+                nb: int) -> tuple[Any, Any, tuple[int, tuple[int, int]]]:
+    """Fold a vmap axis into a matrix product with ``nb`` leading batch axes
+    (0: mm, 1: bmm): into m when only x is batched, into n when only y is,
+    into the batch axis when both are (nb = 1). Returns the folded operands
+    and (the axis of the product that holds the fold, the two sizes merged
+    there) for _unfold."""
+    if dy is None:
+        x = moveaxis(x, dx, nb)
+        return _merge_axis(x, nb), y, (nb, np.shape(x)[nb:nb + 2])
+    if dx is None:
+        y = moveaxis(y, dy, -2)
+        return x, _merge_axis(y, np.ndim(y) - 2), (-1, np.shape(y)[-2:])
+    x, y = moveaxis(x, dx, 0), moveaxis(y, dy, 0)
+    return _merge_axis(x, 0), _merge_axis(y, 0), (0, np.shape(x)[:2])
+
+
+def _unfold(out: Any, fold: tuple[int, tuple[int, int]]) -> tuple[Any, int]:
+    """Split the folded axis of a product into (batch, rest): (out, out_dim)."""
+    axis, parts = fold
+    axis %= np.ndim(out)
+    s = np.shape(out)
+    return reshape_p.bind(out, new_sizes=s[:axis] + parts + s[axis + 1:]), axis
+
+
+def _mm_batch(args: Any, dims: Any) -> Any:
+    """One mm with the batch axis folded into m or n; both batched: one bmm."""
+    (x, y), (dx, dy) = args, dims
+    if dx is not None and dy is not None:
+        return bmm_p.bind(moveaxis(x, dx, 0), moveaxis(y, dy, 0)), 0
+    x, y, fold = _fold_batch(x, y, dx, dy, 0)
+    return _unfold(mm_p.bind(x, y), fold)
+
+
+def _bmm_batch(args: Any, dims: Any) -> Any:
+    """One bmm with the batch axis folded into m, n or the bmm batch axis."""
+    (x, y), (dx, dy) = args, dims
+    x, y, fold = _fold_batch(x, y, dx, dy, 1)
+    return _unfold(bmm_p.bind(x, y), fold)
+
+
+register_rules(mm_p, jvp=partial(multilinear_jvp, mm_p), transpose=partial(_product_transpose,
+               mm_p), batch=_mm_batch)
+register_rules(bmm_p, jvp=partial(multilinear_jvp, bmm_p), transpose=partial(
+               _product_transpose, bmm_p), batch=_bmm_batch)
+
+
+def _core_shape(a: Any, d: int | None) -> tuple[int, ...]:
+    """The shape of ``a`` without its batch axis ``d``."""
+    return tuple(s for i, s in enumerate(np.shape(a)) if i != d)
+
+
+def _broadcast_batched(a: Any, d: int | None, size: int, shape: tuple[int, ...],
+                       axis: int) -> Any:
+    """``a`` (numpy-broadcastable to ``shape`` once its batch axis ``d`` is
+    taken out) broadcast to ``shape`` with a batch axis of ``size`` at ``axis``."""
+    rank = np.ndim(a) - (d is not None)
+    dims = [len(shape) - rank + i for i in range(rank)]
+    dims = [j + (j >= axis) for j in dims]
+    if d is not None:
+        a = moveaxis(a, d, sum(j < axis for j in dims))
+        dims = sorted(dims + [axis])
+    full = shape[:axis] + (size,) + shape[axis:]
+    return broadcast_in_dim_p.bind(a, shape=full, broadcast_dimensions=tuple(dims))
+
+
+def _affine_tangent(term: Any, tb: Any, products: Any) -> Any:
+    """The tangent of ``product(a, c) + bias`` for a bilinear product: one
+    ``term(tb, a, c)`` per nonzero product tangent, the bias tangent riding on
+    the first of them (so each term is one primitive, jointly linear in the
+    bias and one factor); ``term(tb, None, None)`` if only the bias moves."""
+    tb = None if is_zero(tb) else tb
+    terms = []
+    for tangent, (a, c) in products:
+        if not is_zero(tangent):
+            terms.append(term(tb, a, c))
+            tb = None
+    if tb is not None:
+        terms.append(term(tb, None, None))
+    return reduce(add, terms) if terms else None
+
+
+def _addmm_term(tb: Any, a: Any, c: Any, *, beta: float, alpha: float) -> Any:
+    """beta tb + alpha a @ c, either part possibly absent (None)."""
+    if a is None:
+        return _scaled(tb, beta)
+    if tb is None:
+        return _scaled(mm_p.bind(a, c), alpha)
+    return addmm_p.bind(tb, a, c, beta=beta, alpha=alpha)
+
+
+def _addmm_jvp(primals: Any, tangents: Any, *, beta: float, alpha: float) -> Any:
+    """t_out = addmm(tb, tx, y) + alpha mm(x, ty)."""
+    (bias, x, y), (tb, tx, ty) = primals, tangents
+    out = addmm_p.bind(bias, x, y, beta=beta, alpha=alpha)
+    t = _affine_tangent(partial(_addmm_term, beta=beta, alpha=alpha), tb,
+                        ((tx, (tx, y)), (ty, (x, ty))))
+    return out, _jax.zero_tangent(out) if t is None else broadcast_like(t, np.shape(out))
+
+
+def _addmm_transpose(ct: Any, bias: Any, x: Any, y: Any, *, beta: float,
+                     alpha: float) -> list[Any]:
+    """bias: beta ct summed over its broadcast axes; x: alpha mm(ct, y^T);
+    y: alpha mm(x^T, ct)."""
+    cts: list[Any] = [None, None, None]
+    if is_undefined_primal(bias):
+        cts[0] = unbroadcast(_scaled(ct, beta), bias.aval)
+    if is_undefined_primal(x) or is_undefined_primal(y):
+        cts[1:] = _product_transpose(mm_p, _scaled(ct, alpha), x, y)
+    return cts
+
+
+def _addmm_batch(args: Any, dims: Any, *, beta: float, alpha: float) -> Any:
+    """One addmm with the batch axis folded into m (x batched) or n (y
+    batched), the bias broadcast to match; with x and y both batched or
+    neither (only the bias), beta bias + alpha (bmm or mm)."""
+    (bias, x, y), (db, dx, dy) = args, dims
+    size = batch_size(args, dims)
+    m, n = _core_shape(x, dx)[0], _core_shape(y, dy)[1]
+    if (dx is None) != (dy is None):
+        axis = 0 if dy is None else 1
+        bias = _merge_axis(_broadcast_batched(bias, db, size, (m, n), axis), axis)
+        x, y, fold = _fold_batch(x, y, dx, dy, 0)
+        return _unfold(addmm_p.bind(bias, x, y, beta=beta, alpha=alpha), fold)
+    prod = mm_p.bind(x, y) if dx is None else bmm_p.bind(moveaxis(x, dx, 0), moveaxis(y, dy, 0))
+    bias = _broadcast_batched(bias, db, size, (m, n), 0)
+    return add(_scaled(bias, beta), _scaled(prod, alpha)), 0
+
+
+register_rules(addmm_p, jvp=_addmm_jvp, transpose=_addmm_transpose, batch=_addmm_batch)
+
+
+def _linear_term(tb: Any, a: Any, c: Any) -> Any:
+    """linear(a, c, tb), either part possibly absent (None)."""
+    if a is None:
+        return tb
+    return linear_p.bind(a, c, *([] if tb is None else [tb]))
+
+
+def _linear_jvp(primals: Any, tangents: Any) -> Any:
+    """t_out = linear(tx, w, tb) + linear(x, tw)."""
+    (x, w, *b), (tx, tw, *tb) = primals, tangents
+    out = linear_p.bind(x, w, *b)
+    t = _affine_tangent(_linear_term, tb[0] if tb else _jax.zero_tangent(out),
+                        ((tx, (tx, w)), (tw, (x, tw))))
+    return out, _jax.zero_tangent(out) if t is None else broadcast_like(t, np.shape(out))
+
+
+def _linear_transpose(ct: Any, x: Any, w: Any, *b: Any) -> list[Any]:
+    """x: linear(ct, w^T); w: mm(x^T, ct) with the leading axes of x and ct
+    flattened; b: ct summed over every axis but the last."""
+    cts: list[Any] = [None] * (2 + len(b))
+    if b and is_undefined_primal(b[0]):
+        cts[2] = unbroadcast(ct, b[0].aval)
+    if is_undefined_primal(x):
+        cts[0] = linear_p.bind(ct, _mT(w))
+    elif is_undefined_primal(w):
+        (k, n), rows = aval_of(w).shape, math.prod(np.shape(x)[:-1])
+        cts[1] = mm_p.bind(_mT(reshape_p.bind(x, new_sizes=(rows, k))),
+                           reshape_p.bind(ct, new_sizes=(rows, n)))
+    return cts
+
+
+def _linear_batch(args: Any, dims: Any) -> Any:
+    """x alone batched: the batch axis is one more leading axis of x. w
+    batched, x not: folded into the output features. Otherwise (x and w
+    batched, or the bias alone): bmm or linear, plus the broadcast bias."""
+    (x, w, *b), (dx, dw, *db) = args, dims
+    db_ = db[0] if db else None
+    size = batch_size(args, dims)
+    if dw is None and db_ is None:
+        return linear_p.bind(moveaxis(x, dx, 0), w, *b), 0
+    if dx is None and dw is not None:
+        n = _core_shape(w, dw)[1]
+        b = [_merge_axis(_broadcast_batched(b[0], db_, size, (n,), 0), 0)] if b else []
+        x, w, fold = _fold_batch(x, w, None, dw, 0)
+        return _unfold(linear_p.bind(x, w, *b), fold)
+    if dw is None:
+        prod = linear_p.bind(x if dx is None else moveaxis(x, dx, 0), w)
+        lead = np.shape(prod)[1 if dx is not None else 0:-1]
+    else:
+        x, w = moveaxis(x, dx, 0), moveaxis(w, dw, 0)
+        lead = np.shape(x)[1:-1]
+        x = reshape_p.bind(x, new_sizes=(size, math.prod(lead), np.shape(x)[-1]))
+        prod = reshape_p.bind(bmm_p.bind(x, w), new_sizes=(size,) + lead + (np.shape(w)[-1],))
+    if not b:
+        return prod, 0
+    n = np.shape(prod)[-1]
+    return add(prod, _broadcast_batched(b[0], db_, size, lead + (n,), 0)), 0
+
+
+register_rules(linear_p, jvp=_linear_jvp, transpose=_linear_transpose, batch=_linear_batch)
 
 
 # einsum --------------------------------------------------------------------
