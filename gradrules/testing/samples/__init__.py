@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32")
 INT_DTYPES = ("int32", "int8", "uint8")
+NUMERIC_DTYPES = FLOAT_DTYPES + INT_DTYPES[:1]
 
 
 @dataclass
@@ -55,9 +56,12 @@ class Tol:
 
 @dataclass
 class OpInfo:
+    """An op's samples, the dtypes its ``dtypes`` check runs at (``None``: the
+    ``DTYPES`` of its family module, else ``FLOAT_DTYPES``) and tolerances."""
+
     name: str
     samples: Callable[[np.random.Generator], list[Sample]]
-    dtypes: tuple[str, ...] = FLOAT_DTYPES
+    dtypes: tuple[str, ...] | None = None
     fd_tol: Tol = field(default_factory=Tol)
     fd_eps: float = 1e-5
     dtype_tol: float = 1.0      # multiplies the per-dtype tolerance of the dtypes check
@@ -105,9 +109,12 @@ def table() -> dict[str, OpInfo]:
         _TABLE = {}
         for fam in FAMILY_MODULES:
             mod = importlib.import_module(f"{__name__}.{fam}")
+            default = getattr(mod, "DTYPES", FLOAT_DTYPES)
             for info in mod.OPINFOS:
                 if info.name in _TABLE:
                     raise ValueError(f"samples for {info.name!r} are defined twice")
+                if info.dtypes is None:
+                    info = replace(info, dtypes=default)
                 _TABLE[info.name] = info
     return _TABLE
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, unary_samples
+from . import NUMERIC_DTYPES, OpInfo, Sample, unary_samples
 
 Make = Callable[[np.random.Generator], list[Sample]]
 LARGE = np.array([-800.0, -40.0, 35.0, 700.0])   # exp(|x|) overflows float64 beyond 709
@@ -33,13 +33,12 @@ def _gelu(rng: np.random.Generator) -> list[Sample]:
         Sample((LARGE.copy(),)), Sample((mixed,), {"approximate": True})]
 
 
-_NUMERIC = FLOAT_DTYPES + INT_DTYPES[:1]
 _SMOOTH = unary_samples(-4.0, 4.0)
 
 OPINFOS = [
     OpInfo("sigmoid", _with(_SMOOTH, (LARGE, {}))),
     OpInfo("log_sigmoid", _with(_SMOOTH, (LARGE, {}))),
-    OpInfo("relu", unary_samples(-2.0, 2.0), dtypes=_NUMERIC),
+    OpInfo("relu", unary_samples(-2.0, 2.0), dtypes=NUMERIC_DTYPES),
     OpInfo("leaky_relu", _with(unary_samples(-2.0, 2.0), (None, {"negative_slope": 0.2}))),
     OpInfo("hardtanh", _with(unary_samples(-2.0, 2.0), (None, {"min_val": -0.5, "max_val": 1.5}))),
     OpInfo("hardswish", unary_samples(-4.0, 4.0)),
@@ -48,5 +47,5 @@ OPINFOS = [
     OpInfo("softplus", _with(unary_samples(-4.0, 4.0, ((2, 3), ())), (LARGE, {}),
                              (None, {"beta": 2.0, "threshold": 3.0}))),
     OpInfo("clamp", _with(unary_samples(-2.0, 2.0, ((2, 3),), min=-1.0, max=1.0),
-                          (None, {"min": 0.0}), (None, {"max": 1.0})), dtypes=_NUMERIC),
+                          (None, {"min": 0.0}), (None, {"max": 1.0})), dtypes=NUMERIC_DTYPES),
 ]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, Tol, binary_samples, floats
+from . import NUMERIC_DTYPES, OpInfo, Sample, Tol, binary_samples, floats
 
 
 def _paddle_axis(rng: np.random.Generator) -> list[Sample]:
@@ -45,21 +45,19 @@ def _scale(rng: np.random.Generator) -> list[Sample]:
             Sample((floats(rng, ()),), {"scale": -3.0})]
 
 
-NUMERIC = FLOAT_DTYPES + INT_DTYPES[:1]
-
 OPINFOS = [
-    OpInfo("add", _with_axis(binary_samples()), dtypes=NUMERIC),
-    OpInfo("subtract", _with_axis(binary_samples()), dtypes=NUMERIC),
-    OpInfo("multiply", _with_axis(binary_samples()), dtypes=NUMERIC),
+    OpInfo("add", _with_axis(binary_samples()), dtypes=NUMERIC_DTYPES),
+    OpInfo("subtract", _with_axis(binary_samples()), dtypes=NUMERIC_DTYPES),
+    OpInfo("multiply", _with_axis(binary_samples()), dtypes=NUMERIC_DTYPES),
     OpInfo("divide", _divide),
     OpInfo("pow", binary_samples(0.5, 2.0, -2.0, 2.0), fd_tol=Tol(1e-5, 1e-5)),
-    OpInfo("maximum", binary_samples(), dtypes=NUMERIC),
-    OpInfo("minimum", binary_samples(), dtypes=NUMERIC),
-    OpInfo("remainder", binary_samples(-3.0, 3.0, 0.7, 2.0), dtypes=NUMERIC, dtype_tol=4.0),
-    OpInfo("fmod", binary_samples(-3.0, 3.0, 0.7, 2.0), dtypes=NUMERIC, dtype_tol=4.0),
+    OpInfo("maximum", binary_samples(), dtypes=NUMERIC_DTYPES),
+    OpInfo("minimum", binary_samples(), dtypes=NUMERIC_DTYPES),
+    OpInfo("remainder", binary_samples(-3.0, 3.0, 0.7, 2.0), dtypes=NUMERIC_DTYPES, dtype_tol=4.0),
+    OpInfo("fmod", binary_samples(-3.0, 3.0, 0.7, 2.0), dtypes=NUMERIC_DTYPES, dtype_tol=4.0),
     OpInfo("atan2", binary_samples(0.3, 2.0)),
-    OpInfo("residual_add", binary_samples(), dtypes=NUMERIC),
-    OpInfo("bias_add", _bias_add, dtypes=NUMERIC),
+    OpInfo("residual_add", binary_samples(), dtypes=NUMERIC_DTYPES),
+    OpInfo("bias_add", _bias_add, dtypes=NUMERIC_DTYPES),
     OpInfo("scale", _scale),
     OpInfo("div_scale", _scale),
 ]

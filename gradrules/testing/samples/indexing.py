@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, floats
+from . import NUMERIC_DTYPES, OpInfo, Sample, floats
 
-_DT = FLOAT_DTYPES + INT_DTYPES[:1]
+DTYPES = NUMERIC_DTYPES   # the default of every op below
 
 
 def ints(values: object) -> np.ndarray:
@@ -123,17 +123,17 @@ def _slice_scatter(rng: np.random.Generator) -> list[Sample]:
 
 
 OPINFOS = [
-    OpInfo("gather", _gather, dtypes=_DT),
-    OpInfo("take", _take, dtypes=_DT),
-    OpInfo("index_select", _index_select, dtypes=_DT),
-    OpInfo("take_along_axis", _take_along_axis, dtypes=_DT),
-    OpInfo("scatter_add", _scatter_add, dtypes=_DT),
-    OpInfo("embedding", _embedding, dtypes=_DT),
-    OpInfo("c_embedding", _c_embedding, dtypes=_DT),
+    OpInfo("gather", _gather),
+    OpInfo("take", _take),
+    OpInfo("index_select", _index_select),
+    OpInfo("take_along_axis", _take_along_axis),
+    OpInfo("scatter_add", _scatter_add),
+    OpInfo("embedding", _embedding),
+    OpInfo("c_embedding", _c_embedding),
     OpInfo("one_hot", _one_hot, dtypes=()),
-    OpInfo("scatter", _scatter, dtypes=_DT),
-    OpInfo("scatter_reduce", _scatter_reduce, dtypes=_DT),
-    OpInfo("index_put", _index_put, dtypes=_DT),
-    OpInfo("set_value", _set_value, dtypes=_DT),
-    OpInfo("slice_scatter", _slice_scatter, dtypes=_DT),
+    OpInfo("scatter", _scatter),
+    OpInfo("scatter_reduce", _scatter_reduce),
+    OpInfo("index_put", _index_put),
+    OpInfo("set_value", _set_value),
+    OpInfo("slice_scatter", _slice_scatter),
 ]

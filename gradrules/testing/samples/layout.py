@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, floats
+from . import NUMERIC_DTYPES, OpInfo, Sample, floats
 from .indexing import ints
 
-_DT = FLOAT_DTYPES + INT_DTYPES[:1]
+DTYPES = NUMERIC_DTYPES   # the default of every op below
 
 
 def _slice(rng: np.random.Generator) -> list[Sample]:
@@ -98,17 +98,17 @@ def _tensor_fold(rng: np.random.Generator) -> list[Sample]:
 
 
 OPINFOS = [
-    OpInfo("slice", _slice, dtypes=_DT),
-    OpInfo("row_slice", _row_slice, dtypes=_DT),
-    OpInfo("select", _select, dtypes=_DT),
-    OpInfo("dynamic_slice", _dynamic_slice, dtypes=_DT),
-    OpInfo("dynamic_update_slice", _dynamic_update_slice, dtypes=_DT),
-    OpInfo("concatenate", _concatenate, dtypes=_DT),
-    OpInfo("split", _split, dtypes=_DT),
-    OpInfo("pad", _pad, dtypes=_DT),
-    OpInfo("tile", _tile, dtypes=_DT),
-    OpInfo("repeat", _repeat, dtypes=_DT),
-    OpInfo("flip", _flip, dtypes=_DT),
-    OpInfo("tensor_unfold", _tensor_unfold, dtypes=_DT),
-    OpInfo("tensor_fold", _tensor_fold, dtypes=_DT),
+    OpInfo("slice", _slice),
+    OpInfo("row_slice", _row_slice),
+    OpInfo("select", _select),
+    OpInfo("dynamic_slice", _dynamic_slice),
+    OpInfo("dynamic_update_slice", _dynamic_update_slice),
+    OpInfo("concatenate", _concatenate),
+    OpInfo("split", _split),
+    OpInfo("pad", _pad),
+    OpInfo("tile", _tile),
+    OpInfo("repeat", _repeat),
+    OpInfo("flip", _flip),
+    OpInfo("tensor_unfold", _tensor_unfold),
+    OpInfo("tensor_fold", _tensor_fold),
 ]

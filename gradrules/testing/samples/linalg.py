@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import FLOAT_DTYPES, OpInfo, Sample, Tol, floats
+from . import NUMERIC_DTYPES, OpInfo, Sample, Tol, floats
 
 
 def _matmul(rng: np.random.Generator) -> list[Sample]:
@@ -58,7 +58,7 @@ def _fused_gemm_epilogue(rng: np.random.Generator) -> list[Sample]:
 
 
 OPINFOS = [
-    OpInfo("matmul", _matmul, dtypes=FLOAT_DTYPES + ("int32",)),
+    OpInfo("matmul", _matmul, dtypes=NUMERIC_DTYPES),
     OpInfo("mm", _mm),
     OpInfo("bmm", _bmm),
     OpInfo("addmm", _addmm),

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, floats
-
-_NUMERIC = FLOAT_DTYPES + INT_DTYPES[:1]
+from . import NUMERIC_DTYPES, OpInfo, Sample, floats
 
 
 def _sum(rng: np.random.Generator) -> list[Sample]:
@@ -69,11 +67,11 @@ def _logsumexp(rng: np.random.Generator) -> list[Sample]:
 
 
 OPINFOS = [
-    OpInfo("sum", _sum, dtypes=_NUMERIC, dtype_tol=4.0),
+    OpInfo("sum", _sum, dtypes=NUMERIC_DTYPES, dtype_tol=4.0),
     OpInfo("mean", _mean, dtype_tol=4.0),
-    OpInfo("prod", _prod, dtypes=_NUMERIC, dtype_tol=4.0),
-    OpInfo("max", _extremum, dtypes=_NUMERIC),
-    OpInfo("min", _extremum, dtypes=_NUMERIC),
+    OpInfo("prod", _prod, dtypes=NUMERIC_DTYPES, dtype_tol=4.0),
+    OpInfo("max", _extremum, dtypes=NUMERIC_DTYPES),
+    OpInfo("min", _extremum, dtypes=NUMERIC_DTYPES),
     OpInfo("var", _var, dtype_tol=4.0),
     OpInfo("std", _std, dtype_tol=4.0),
     OpInfo("var_mean", _var, dtype_tol=4.0),

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, floats
+from . import NUMERIC_DTYPES, OpInfo, Sample, floats
 from .reduction import distinct
-
-_NUMERIC = FLOAT_DTYPES + INT_DTYPES[:1]
 
 
 def _cumsum(rng: np.random.Generator) -> list[Sample]:
@@ -44,8 +42,8 @@ def _linear_recurrence(rng: np.random.Generator) -> list[Sample]:
 
 
 OPINFOS = [
-    OpInfo("cumsum", _cumsum, dtypes=_NUMERIC, dtype_tol=4.0),
-    OpInfo("cumprod", _cumprod, dtypes=_NUMERIC, dtype_tol=4.0),
-    OpInfo("cummax", _cummax, dtypes=_NUMERIC),
+    OpInfo("cumsum", _cumsum, dtypes=NUMERIC_DTYPES, dtype_tol=4.0),
+    OpInfo("cumprod", _cumprod, dtypes=NUMERIC_DTYPES, dtype_tol=4.0),
+    OpInfo("cummax", _cummax, dtypes=NUMERIC_DTYPES),
     OpInfo("linear_recurrence", _linear_recurrence),
 ]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample, floats
+from . import NUMERIC_DTYPES, OpInfo, Sample, floats
 
-_DT = FLOAT_DTYPES + INT_DTYPES[:1]
+DTYPES = NUMERIC_DTYPES   # the default of every op below
 
 
 def _reshape(rng: np.random.Generator) -> list[Sample]:
@@ -43,10 +43,10 @@ def _squeeze(rng: np.random.Generator) -> list[Sample]:
 
 
 OPINFOS = [
-    OpInfo("reshape", _reshape, dtypes=_DT),
-    OpInfo("transpose", _transpose, dtypes=_DT),
-    OpInfo("broadcast_in_dim", _broadcast_in_dim, dtypes=_DT),
-    OpInfo("broadcast_to", _broadcast_to, dtypes=_DT),
-    OpInfo("expand_dims", _expand_dims, dtypes=_DT),
-    OpInfo("squeeze", _squeeze, dtypes=_DT),
+    OpInfo("reshape", _reshape),
+    OpInfo("transpose", _transpose),
+    OpInfo("broadcast_in_dim", _broadcast_in_dim),
+    OpInfo("broadcast_to", _broadcast_to),
+    OpInfo("expand_dims", _expand_dims),
+    OpInfo("squeeze", _squeeze),
 ]

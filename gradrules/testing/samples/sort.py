@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, Sample
+from . import NUMERIC_DTYPES, OpInfo, Sample
 from .reduction import distinct
 
-_NUMERIC = FLOAT_DTYPES + INT_DTYPES[:1]
+DTYPES = NUMERIC_DTYPES   # the default of every op below
 
 
 def _sort(rng: np.random.Generator) -> list[Sample]:
@@ -32,9 +32,9 @@ def _arg_extremum(rng: np.random.Generator) -> list[Sample]:
 
 
 OPINFOS = [
-    OpInfo("sort", _sort, dtypes=_NUMERIC),
-    OpInfo("argsort", _sort, dtypes=_NUMERIC),
-    OpInfo("topk", _topk, dtypes=_NUMERIC),
-    OpInfo("argmax", _arg_extremum, dtypes=_NUMERIC),
-    OpInfo("argmin", _arg_extremum, dtypes=_NUMERIC),
+    OpInfo("sort", _sort),
+    OpInfo("argsort", _sort),
+    OpInfo("topk", _topk),
+    OpInfo("argmax", _arg_extremum),
+    OpInfo("argmin", _arg_extremum),
 ]

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from . import FLOAT_DTYPES, INT_DTYPES, OpInfo, unary_samples
-
-_NUMERIC = FLOAT_DTYPES + INT_DTYPES[:1]
+from . import NUMERIC_DTYPES, OpInfo, unary_samples
 
 OPINFOS = [
-    OpInfo("abs", unary_samples(), dtypes=_NUMERIC),
-    OpInfo("neg", unary_samples(), dtypes=_NUMERIC),
-    OpInfo("sign", unary_samples(), dtypes=_NUMERIC),
+    OpInfo("abs", unary_samples(), dtypes=NUMERIC_DTYPES),
+    OpInfo("neg", unary_samples(), dtypes=NUMERIC_DTYPES),
+    OpInfo("sign", unary_samples(), dtypes=NUMERIC_DTYPES),
     OpInfo("exp", unary_samples()),
     OpInfo("exp2", unary_samples()),
     OpInfo("expm1", unary_samples()),
@@ -20,7 +18,7 @@ OPINFOS = [
     OpInfo("sqrt", unary_samples(0.2, 3.0)),
     OpInfo("rsqrt", unary_samples(0.2, 3.0)),
     OpInfo("reciprocal", unary_samples(0.3, 3.0)),
-    OpInfo("square", unary_samples(), dtypes=_NUMERIC),
+    OpInfo("square", unary_samples(), dtypes=NUMERIC_DTYPES),
     OpInfo("sin", unary_samples()),
     OpInfo("cos", unary_samples()),
     OpInfo("tan", unary_samples(-1.2, 1.2)),
