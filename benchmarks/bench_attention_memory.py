@@ -1,9 +1,10 @@
 """Peak temp memory and runtime of jax.grad of attention: gradrules (blockwise
 XLA lowering) against plain jax.numpy attention, measured in the same run.
 
-Memory is XLA's own analysis of the compiled program
-(``jax.jit(jax.grad(loss)).lower(...).compile().memory_analysis()``); runtime
-is the best of ``--repeats`` timed calls after one warm-up call. Targets
+``gradrules.bench.compare`` compiles ``jax.jit(jax.grad(loss))`` of both:
+memory is XLA's own analysis of the compiled program (temp bytes of
+``.lower(...).compile().memory_analysis()``); runtime is the median of
+``--repeats`` timed calls after one warm-up call. Targets
 (issue 5): at seq 8192, gradrules' temp memory at most 1/16 of the plain
 version's, and its runtime at most 1.5x.
 
@@ -14,7 +15,6 @@ version's, and its runtime at most 1.5x.
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +23,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+from gradrules.bench import compare
 from gradrules.primitives.attention import attention
 
 MEMORY_TARGET = 1 / 16
@@ -40,21 +41,11 @@ def plain_attention(q: jax.Array, k: jax.Array, v: jax.Array, *, causal: bool) -
     return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(s, axis=-1), v)
 
 
-def measure(attn: Callable[..., jax.Array], args: tuple[jax.Array, ...], causal: bool,
-            repeats: int) -> tuple[float, float]:
-    """(temp MiB, best seconds) of the compiled grad of sum(attn(q, k, v) ** 2)."""
+def grad_of_loss(attn: Callable[..., jax.Array], causal: bool) -> Callable[..., Any]:
+    """The grad of sum(attn(q, k, v) ** 2) with respect to q, k and v."""
     def loss(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
         return jnp.sum(attn(q, k, v, causal=causal) ** 2)
-
-    compiled = jax.jit(jax.grad(loss, argnums=(0, 1, 2))).lower(*args).compile()
-    temp = compiled.memory_analysis().temp_size_in_bytes / 2**20
-    jax.block_until_ready(compiled(*args))
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(*args))
-        best = min(best, time.perf_counter() - start)
-    return temp, best
+    return jax.grad(loss, argnums=(0, 1, 2))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,11 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         shapes = [(args.batch, seq, args.heads, args.head_dim)] + \
                  [(args.batch, seq, args.kv_heads, args.head_dim)] * 2
         qkv: Any = tuple(jnp.asarray(rng.standard_normal(s), jnp.float32) for s in shapes)
-        ours = measure(attention, qkv, args.causal, args.repeats)
-        plain = measure(plain_attention, qkv, args.causal, args.repeats)
-        mem, speed = ours[0] / plain[0], ours[1] / plain[1]
-        print(f"{seq:>6}  {'plain jnp':<10} {plain[0]:>10.1f} {plain[1]:>9.2f}")
-        print(f"{seq:>6}  {'gradrules':<10} {ours[0]:>10.1f} {ours[1]:>9.2f}  "
+        row = compare(f"attention grad, seq {seq}", grad_of_loss(attention, args.causal),
+                      grad_of_loss(plain_attention, args.causal), *qkv, repeats=args.repeats)
+        mem, speed = row.mem_ratio, row.time_ratio
+        print(f"{seq:>6}  {'plain jnp':<10} {row.ref_temp_bytes / 2**20:>10.1f} "
+              f"{row.ref_time_s:>9.2f}")
+        print(f"{seq:>6}  {'gradrules':<10} {row.temp_bytes / 2**20:>10.1f} {row.time_s:>9.2f}  "
               f"{mem:>12.4f}  {speed:>10.2f}")
         if seq >= 8192:
             ok &= mem <= MEMORY_TARGET and speed <= TIME_TARGET

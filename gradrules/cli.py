@@ -13,7 +13,7 @@ from .core.registry import RULE_KINDS, list_ops
 def _cmd_list(args: argparse.Namespace) -> int:
     rows = []
     for op in list_ops():
-        gaps = op.missing()
+        gaps = op.gaps()
         if args.missing and not gaps:
             continue
         for info in op.primitive_infos:
@@ -80,7 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gradrules", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("list", help="print the op manifest")
-    p.add_argument("--missing", action="store_true", help="only ops with missing pieces")
+    p.add_argument("--missing", action="store_true",
+                   help="only ops with missing pieces (declared not-implemented "
+                        "derivatives included)")
     p = sub.add_parser("check", help="run the rule checker")
     p.add_argument("ops", nargs="*", help="ops to check (default: all)")
     p.add_argument("--checks", nargs="*", help="a subset of the checks")

@@ -5,8 +5,9 @@ The model (``transformer``) is written once against a table of ops: with
 ``GRADRULES`` every op is a gradrules primitive (embedding, rms_norm with a
 weight offset, rope, grouped-query causal attention, silu_gated MLP, matmul,
 residual_add, cross_entropy); with ``PLAIN`` it is the same model in plain
-jax.numpy. Training runs on the character-level text shipped in
-``gradrules/data/corpus.txt`` with Adam. Afterwards, in float64:
+jax.numpy, made of each op's registered reference composition. Training runs
+on the character-level text shipped in ``gradrules/data/corpus.txt`` with
+Adam. Afterwards, in float64:
 
 * a Hessian-vector product of the loss, forward over reverse
   (``jax.jvp(jax.grad(loss))``), gradrules against plain jax.numpy;
@@ -37,7 +38,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from ._jax import iter_eqns
-from .core.registry import is_catalog_primitive
+from .core.registry import get_op, is_catalog_primitive
 from .primitives.arithmetic import residual_add
 from .primitives.attention import attention
 from .primitives.compare import where
@@ -55,48 +56,14 @@ NORM_OFFSET = 1.0      # rms_norm gains are stored as gamma - 1 (zeros at init)
 
 
 # ------------------------------------------------------------------- ops
-def _plain_rms_norm(x: Any, gamma: Any, *, eps: float, weight_offset: float) -> Any:
-    return x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + eps) * (gamma + weight_offset)
-
-
-def _plain_rope(x: Any) -> Any:
-    d = x.shape[-1]
-    ang = jnp.arange(x.shape[1])[:, None] * 10000.0 ** (-jnp.arange(d // 2) * 2.0 / d)
-    cos, sin = jnp.cos(ang)[:, None].astype(x.dtype), jnp.sin(ang)[:, None].astype(x.dtype)
-    x1, x2 = x[..., :d // 2], x[..., d // 2:]
-    return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
-
-
-def _plain_attention(q: Any, k: Any, v: Any, *, causal: bool) -> Any:
-    group = q.shape[2] // k.shape[2]
-    k, v = jnp.repeat(k, group, axis=2), jnp.repeat(v, group, axis=2)
-    s = jnp.einsum("bqhd,bkhd->bhqk", q, k) * q.shape[-1] ** -0.5
-    s = jnp.where(jnp.tril(jnp.ones((q.shape[1], k.shape[1]), bool)), s, -jnp.inf)
-    return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(s, -1), v)
-
-
-def _plain_cross_entropy(logits: Any, labels: Any) -> Any:
-    picked = jnp.take_along_axis(logits, labels[..., None], -1)[..., 0]
-    return jnp.mean(jax.nn.logsumexp(logits, -1) - picked)
-
-
-def _plain_embedding(ids: Any, table: Any) -> Any:
-    return table[ids]
-
-
-def _plain_silu_gated(gate: Any, up: Any) -> Any:
-    return jax.nn.silu(gate) * up
-
-
 GRADRULES = SimpleNamespace(
     embedding=embedding, rms_norm=rms_norm, rope=rope, attention=attention,
     silu_gated=silu_gated, matmul=matmul, reshape=reshape, residual_add=residual_add,
     cross_entropy=cross_entropy, where=where)
-PLAIN = SimpleNamespace(
-    embedding=_plain_embedding, rms_norm=_plain_rms_norm, rope=_plain_rope,
-    attention=_plain_attention, silu_gated=_plain_silu_gated, matmul=jnp.matmul,
-    reshape=jnp.reshape, residual_add=jnp.add, cross_entropy=_plain_cross_entropy,
-    where=jnp.where)
+# The same table in plain jax.numpy: each op's registered reference
+# composition (``get_op(name).reference``), the oracle gradrules.check tests
+# the op against. Their call conventions match the public functions'.
+PLAIN = SimpleNamespace(**{name: get_op(name).reference for name in vars(GRADRULES)})
 
 
 # ----------------------------------------------------------------- model

@@ -1,5 +1,6 @@
 """attention: semantics (GQA, causal aligned to the end, masks, bias, fully
-masked rows, block sizes), the three-primitive structure, memory, bad input."""
+masked rows, block sizes), memory, bad input (the primitive each transform
+binds, and kernels: tests/test_fused.py)."""
 
 import numpy as np
 import pytest
@@ -7,7 +8,6 @@ import pytest
 import jax
 import jax.numpy as jnp
 
-import gradrules
 from gradrules.primitives.attention import attention, attention_p
 from gradrules.testing.check import check
 
@@ -163,19 +163,6 @@ def test_block_sizes_do_not_change_derivatives():
             np.testing.assert_allclose(a, b, atol=1e-12)
 
 
-def test_grad_binds_the_backward_and_jacfwd_the_tangent_primitive():
-    rng = np.random.default_rng(8)
-    q, k, v = _qkv(rng, 1, 2, 3, 2, 1, 2)
-
-    def prims(jaxpr):
-        return {e.primitive.name for e in gradrules._jax.iter_eqns(jaxpr)}
-
-    grad = prims(jax.make_jaxpr(jax.grad(lambda q: jnp.sum(attention(q, k, v))))(q))
-    fwd = prims(jax.make_jaxpr(jax.jacfwd(lambda q: attention(q, k, v)))(q))
-    assert "attention_vjp" in grad and "attention_jvp" not in grad
-    assert "attention_jvp" in fwd and "attention_vjp" not in fwd
-
-
 def test_bf16_accumulates_in_float32():
     rng = np.random.default_rng(9)
     q, k, v = (jnp.asarray(x, jnp.bfloat16) for x in _qkv(rng, 1, 16, 16, 2, 1, 8))
@@ -202,13 +189,6 @@ def test_grad_never_materialises_the_scores():
     compiled = jax.jit(jax.grad(loss, argnums=(0, 1, 2))).lower(x, x, x).compile()
     temp = compiled.memory_analysis().temp_size_in_bytes
     assert temp < s * s * 4 / 8, temp
-
-
-def test_pallas_kernel_is_not_there_yet():
-    q, k, v = _qkv(np.random.default_rng(10), 1, 2, 2, 1, 1, 2)
-    with gradrules.config.using(kernel="pallas"), pytest.raises(NotImplementedError,
-                                                                match="attention"):
-        jax.block_until_ready(attention(q, k, v))
 
 
 # ------------------------------------------------------------- bad input

@@ -121,7 +121,7 @@ def test_conv2d_bad_params_and_bias() -> None:
         conv2d(x, w, dilation=(1, 2, 3))
     with pytest.raises(ValueError, match=r"b must have shape \(3,\)"):
         conv2d(x, w, np.zeros(2))
-    with pytest.raises(ValueError, match="groups must be a positive int"):
+    with pytest.raises(ValueError, match="groups must be an int >= 1"):
         conv2d(x, w, groups=0)
 
 

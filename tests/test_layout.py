@@ -151,6 +151,26 @@ def test_dynamic_slice_clips_the_start_so_the_block_fits() -> None:
     np.testing.assert_array_equal(f(X, jnp.int32(2)), X[1:3, 1:3])
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_narrow_start_indices_do_not_wrap_around(dtype, jit) -> None:
+    """An int8 start -1 on an axis of 300 is 299 (not 43); a uint8 start 250
+    is 250: values and gradients as numpy gives them."""
+    maybe_jit = jax.jit if jit else (lambda f: f)
+    x = np.arange(300.0)
+    start = np.array([-1 if dtype == np.int8 else 250], dtype)
+    at = 299 if dtype == np.int8 else 250
+    slice_ = maybe_jit(lambda x, s: lo.dynamic_slice(x, s, slice_sizes=(1,)))
+    np.testing.assert_array_equal(slice_(x, start), x[at:at + 1])
+    np.testing.assert_array_equal(slice_(x, (start[0],)), x[at:at + 1])
+    g = jax.grad(lambda x: red.sum(slice_(x, start)))(x)
+    np.testing.assert_array_equal(np.nonzero(g)[0], [at])
+    update = maybe_jit(lambda x, u, s: lo.dynamic_update_slice(x, u, s))
+    np.testing.assert_array_equal(np.nonzero(update(x, -np.ones(1), start) < 0)[0], [at])
+    gu = jax.grad(lambda u: red.sum(update(x, u, start) * x))(np.zeros(1))
+    np.testing.assert_array_equal(gu, [float(at)])
+
+
 def test_vmap_of_dynamic_slice_with_batched_starts_binds_it_once() -> None:
     starts = np.array([[0, 1], [2, 0], [1, 2]])
     fn = jax.vmap(lambda s: lo.dynamic_slice(X, s, slice_sizes=(2, 2)))

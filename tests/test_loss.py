@@ -8,7 +8,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import gradrules
 from gradrules import _jax
 from gradrules.primitives import _loss_xla
 from gradrules.primitives.loss import (_cross_entropy_reference, cross_entropy,
@@ -158,12 +157,58 @@ def test_fused_linear_cross_entropy_is_cross_entropy_of_the_product(small_blocks
     _all_close(jax.vmap(f, (0, None))(hb, W), jnp.stack([f(H, W), f(H[::-1], W)]))
 
 
-def test_fused_linear_cross_entropy_binds_its_fused_primitives() -> None:
+def test_fused_linear_cross_entropy_derivatives_never_bind_matmul() -> None:
+    """grad and jacfwd run the fused backward and tangent map (which primitive
+    each binds: tests/test_fused.py), never the logits as a matmul."""
     f = lambda h, w: fused_linear_cross_entropy(h, w, LABELS)  # noqa: E731
     grad = _primitives(jax.grad(f, (0, 1)), H, W)
     assert "fused_linear_cross_entropy_vjp" in grad and "matmul" not in grad
     fwd = _primitives(jax.jacfwd(f, (0, 1)), H, W)
     assert "fused_linear_cross_entropy_jvp" in fwd and "matmul" not in fwd
+
+
+def _array_shapes(closed):
+    """The shapes of every value made in a jaxpr, nested jaxprs included."""
+    shapes = set()
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            shapes.update(tuple(v.aval.shape) for v in eqn.outvars)
+            for p in eqn.params.values():
+                for sub in p if isinstance(p, (tuple, list)) else (p,):
+                    inner = getattr(sub, "jaxpr", None)
+                    if inner is not None:
+                        walk(getattr(inner, "jaxpr", inner))
+
+    walk(closed.jaxpr)
+    return shapes
+
+
+def test_vmap_with_a_shared_w_never_copies_w_per_example() -> None:
+    """vmap over h and labels with w shared folds the batch into the tokens:
+    no [n, hidden, vocab] array in the forward, the JVP or the gradient, and
+    the values match a loop."""
+    n = 3
+    hb, thb = rng.normal(size=(n, 5, 4)), rng.normal(size=(n, 5, 4))
+    tw = rng.normal(size=W.shape)
+    lb = np.stack([LABELS, LABELS[::-1], np.roll(LABELS, 1)])
+    loss = lambda h, w, l: fused_linear_cross_entropy(h, w, l, reduction="sum")  # noqa: E731
+    forward = jax.vmap(loss, (0, None, 0))
+    tangent = jax.vmap(lambda h, th, l: jax.jvp(lambda h, w: loss(h, w, l), (h, W),
+                                                (th, tw))[1])
+    grad = jax.grad(lambda h, w: jnp.sum(forward(h, w, lb)), (0, 1))
+    for fn, args in ((forward, (hb, W, lb)), (tangent, (hb, thb, lb)), (grad, (hb, W))):
+        assert (n,) + W.shape not in _array_shapes(jax.make_jaxpr(fn)(*args))
+    _all_close(forward(hb, W, lb), [loss(hb[i], W, lb[i]) for i in range(n)])
+    _all_close(tangent(hb, thb, lb), [jax.jvp(lambda h, w: loss(h, w, lb[i]), (hb[i], W),
+                                              (thb[i], tw))[1] for i in range(n)])
+    loop = [jax.grad(loss, (0, 1))(hb[i], W, lb[i]) for i in range(n)]
+    dh, dw = grad(hb, W)
+    _all_close(dh, np.stack([g[0] for g in loop]))
+    _all_close(dw, sum(g[1] for g in loop))
+    # per-example gradients: dw must come out per example (the backward is not folded)
+    _, dw_each = jax.vmap(jax.grad(loss, (0, 1)), (0, None, 0))(hb, W, lb)
+    _all_close(dw_each, np.stack([g[1] for g in loop]))
 
 
 def test_grad_never_holds_the_logits() -> None:
@@ -204,17 +249,6 @@ def test_bfloat16_accumulates_in_float32(fn) -> None:
     assert loss.dtype == jnp.bfloat16 and grad.dtype == jnp.bfloat16
     np.testing.assert_array_equal(np.float32(loss), np.float32(want.astype(jnp.bfloat16)))
     assert np.isfinite(np.asarray(grad, np.float32)).all()
-
-
-def test_cross_entropy_transforms_bind_its_fused_primitives() -> None:
-    f = lambda x: cross_entropy(x, LABELS)  # noqa: E731
-    assert {"cross_entropy", "cross_entropy_vjp"} <= _primitives(jax.grad(f), LOGITS)
-    assert "cross_entropy_jvp" not in _primitives(jax.grad(f), LOGITS)
-    assert "cross_entropy_jvp" in _primitives(jax.jacfwd(f), LOGITS)
-    with gradrules.config.using(kernel="pallas"):
-        with pytest.raises(NotImplementedError, match="gradrules.cross_entropy: "
-                                                      "kernel='pallas' has no Pallas kernel"):
-            f(LOGITS)
 
 
 # ------------------------------------------------------------- bad input

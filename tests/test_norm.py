@@ -1,15 +1,13 @@
 """layer_norm, rms_norm, group_norm and batch_norm: zero input at the default
 eps in every mode, batch_norm's running statistics and its double grad against
-jax.numpy, weight_offset, float32 accumulation, the fused primitives each
-transform binds, kernels, and bad input."""
+jax.numpy, weight_offset, float32 accumulation and bad input (the fused
+primitives each transform binds, and kernels: tests/test_fused.py)."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import gradrules
-from gradrules import _jax
 from gradrules.primitives.arithmetic import multiply
 from gradrules.primitives.norm import (_batch_norm_reference, batch_norm, group_norm,
                                        layer_norm, rms_norm)
@@ -27,10 +25,6 @@ NORMS = {
     "group_norm": lambda x: group_norm(x, W2, B2, num_groups=1),
     "batch_norm": lambda x: batch_norm(x, RM, RV, W2, B2, training=True)[0],
 }
-
-
-def _primitives(fn, *args):
-    return {p.name for p, _ in _jax.jaxpr_primitives(jax.make_jaxpr(fn)(*args))}
 
 
 @pytest.mark.parametrize("name", sorted(NORMS))
@@ -131,20 +125,6 @@ def test_bfloat16_accumulates_in_float32(fn) -> None:
                                                             .astype(jnp.bfloat16)))
     g = jax.grad(lambda v: gr_sum(fn(v)).astype(jnp.float32))(x)
     assert g.dtype == jnp.bfloat16 and np.isfinite(np.float32(g)).all()
-
-
-@pytest.mark.parametrize("name, fn", [("rms_norm", lambda x, w: rms_norm(x, w)),
-                                      ("layer_norm", lambda x, w: layer_norm(x, w, w))])
-def test_each_transform_binds_its_fused_primitive(name, fn) -> None:
-    x = X.reshape(6, 4)
-    loss = lambda x, w: gr_sum(multiply(fn(x, w), x))  # noqa: E731
-    grad = _primitives(jax.grad(loss, (0, 1)), x, W4)
-    assert f"{name}_vjp" in grad and f"{name}_jvp" not in grad
-    fwd = _primitives(jax.jacfwd(fn, (0, 1)), x, W4)
-    assert f"{name}_jvp" in fwd and f"{name}_vjp" not in fwd
-    with gradrules.config.using(kernel="pallas"):
-        with pytest.raises(NotImplementedError, match=f"gradrules.{name}: kernel='pallas'"):
-            fn(x, W4)
 
 
 # ------------------------------------------------------------- bad input

@@ -80,6 +80,31 @@ def test_max_pool2d_forward_and_reverse_agree() -> None:
     np.testing.assert_allclose(jax.jacfwd(f)(x), jax.jacrev(f)(x), rtol=1e-12, atol=0)
 
 
+def test_max_pool2d_is_one_primitive_whose_tangent_is_take_along_axis() -> None:
+    # the tangent map is the catalog's take_along_axis (transpose: scatter_add);
+    # no gather / scatter primitive of the pool family's own
+    from gradrules import _jax
+    from gradrules.core.registry import get_op
+    from gradrules.primitives.pool import max_pool2d_p
+
+    assert get_op("max_pool2d").primitives == (max_pool2d_p,)
+    x = RNG.standard_normal((2, 1, 4, 5))
+
+    def f(a):
+        return jnp.sum(max_pool2d(a, kernel_size=2, stride=(2, 1), padding=(1, 0))[0] ** 2)
+
+    def names(fn):
+        return {p.name for p, _ in _jax.jaxpr_primitives(jax.make_jaxpr(fn)(x))}
+
+    assert "scatter_add" in names(jax.grad(f))
+    assert "take_along_axis" in names(jax.jacfwd(f))
+    assert not any(n.startswith("window_") for n in names(jax.hessian(f)))
+    # vmap of the gradient: one batched gather, the same values as a loop
+    xs = RNG.standard_normal((3, 2, 1, 4, 5))
+    np.testing.assert_allclose(jax.vmap(jax.grad(f))(xs),
+                               np.stack([jax.grad(f)(a) for a in xs]), rtol=1e-12)
+
+
 BAD = [
     (avg_pool2d, {"kernel_size": 4}, (1, 1, 3, 3), ValueError,
      r"gradrules.avg_pool2d: kernel_size \(4, 4\) is larger than the padded input"),

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from gradrules.core.registry import ZERO_DERIVATIVE, get_op
 from gradrules.primitives.arithmetic import multiply
 from gradrules.primitives.random import dropout, exponential, normal, uniform
 from gradrules.primitives.reduction import sum as gr_sum
@@ -65,8 +66,37 @@ def test_samplers_are_jax_random_with_zero_derivative(fn, ref) -> None:
     t = np.zeros(KEY.shape, jax.dtypes.float0)
     _, tangent = jax.jvp(fn, (KEY,), (t,))
     np.testing.assert_array_equal(tangent, 0.0)
-    g = jax.grad(lambda s: gr_sum(multiply(fn(KEY).astype(jnp.float64), s)))(2.0)
-    np.testing.assert_allclose(g, jnp.sum(fn(KEY)), rtol=1e-6)
+    out, pullback = jax.vjp(fn, KEY)
+    (key_ct,) = pullback(jnp.ones_like(out))
+    assert key_ct.dtype == jax.dtypes.float0 and key_ct.shape == KEY.shape
+
+
+@pytest.mark.parametrize("op, sampler, param", [
+    ("uniform", lambda v: uniform(KEY, (3,), minval=v, maxval=5.0), "minval"),
+    ("uniform", lambda v: uniform(KEY, (3,), minval=-1.0, maxval=v), "maxval"),
+    ("normal", lambda v: normal(KEY, (3,), mean=v), "mean"),
+    ("normal", lambda v: normal(KEY, (3,), std=v), "std"),
+    ("exponential", lambda v: exponential(KEY, (3,), lam=v), "lam"),
+])
+def test_sampler_takes_no_derivative(op, sampler, param) -> None:
+    """The registry marks the key nondifferentiable and every primitive's JVP a
+    zero derivative; the distribution parameters are static (Python numbers),
+    so differentiating with respect to one is an error, not a silent zero."""
+    assert get_op(op).nondiff == ("key",) and not get_op(op).linear
+    assert all(info.rule_status("jvp") == ZERO_DERIVATIVE for info in get_op(op).primitive_infos)
+    with pytest.raises(TypeError, match=rf"gradrules\.{op}: {param} must be a Python number"):
+        jax.grad(lambda v: gr_sum(sampler(v)))(2.0)
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.3, 0.5, 1.0])
+def test_dropout_jacobian_is_mask_over_keep_probability(rate) -> None:
+    keep = jax.random.bernoulli(KEY, 1.0 - rate, X.shape)
+    diag = jnp.where(keep, 1.0 / (1.0 - rate) if rate < 1.0 else 0.0, 0.0)
+    want = jnp.diag(diag.ravel()).reshape(X.shape + X.shape)
+    f = lambda x: dropout(KEY, x, rate=rate)  # noqa: E731
+    np.testing.assert_allclose(jax.jacfwd(f)(X), want, rtol=1e-15, atol=0)
+    np.testing.assert_allclose(jax.jacrev(f)(X), want, rtol=1e-15, atol=0)
+    assert get_op("dropout").nondiff == ("key",) and get_op("dropout").linear == (("x",),)
 
 
 def test_bad_input() -> None:

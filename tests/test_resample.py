@@ -113,7 +113,8 @@ BAD = [
      r"gradrules.pixel_shuffle: channels 6 .* divisible by upscale_factor\*\*2 = 4"),
     (pixel_unshuffle, {"downscale_factor": 2}, (1, 1, 3, 4), ValueError,
      "divisible by downscale_factor=2"),
-    (pixel_shuffle, {"upscale_factor": 0}, (1, 4, 2, 2), ValueError, "positive int"),
+    (pixel_shuffle, {"upscale_factor": 0}, (1, 4, 2, 2), ValueError,
+     "gradrules.pixel_shuffle: upscale_factor must be an int >= 1"),
     (unpatchify, {"grid_h": 2, "grid_w": 2, "patch_size": 2, "channels": 3}, (1, 4, 10),
      ValueError, r"gradrules.unpatchify: tokens must be .*\[..., 4, 12\]"),
 ]

@@ -7,7 +7,6 @@ import pytest
 import jax
 import jax.numpy as jnp
 
-import gradrules
 from gradrules.primitives.rope import rope
 from gradrules.testing.check import check
 
@@ -87,12 +86,6 @@ def test_bf16_rotates_in_float32():
     assert out.dtype == jnp.bfloat16
     want = _numpy_rope(np.asarray(xb, np.float64), np.arange(1000, 1004))
     np.testing.assert_allclose(np.asarray(out, np.float64), want, atol=2e-2)
-
-
-def test_pallas_kernel_is_not_there_yet():
-    with gradrules.config.using(kernel="interpret"), pytest.raises(NotImplementedError,
-                                                                   match="rope"):
-        jax.block_until_ready(rope(np.ones((1, 1, 1, 2))))
 
 
 # ------------------------------------------------------------- bad input

@@ -1,13 +1,12 @@
-"""softmax and log_softmax: -inf rows in every mode, the fused primitives each
-transform binds, float32 accumulation of bfloat16 input, kernels, bad input."""
+"""softmax and log_softmax: -inf rows in every mode, float32 accumulation of
+bfloat16 input, bad input (the fused primitives each transform binds, and
+kernels: tests/test_fused.py)."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import gradrules
-from gradrules import _jax
 from gradrules.primitives.arithmetic import multiply
 from gradrules.primitives.compare import where
 from gradrules.primitives.reduction import sum as gr_sum
@@ -17,10 +16,6 @@ X = jnp.array([[1.0, -jnp.inf, 0.5, 2.0],
                [-jnp.inf, -jnp.inf, -jnp.inf, -jnp.inf],
                [0.3, 0.1, -0.2, 0.0]])
 W = jnp.array([[0.5, -1.0, 2.0, 1.5], [1.0, 2.0, 3.0, 4.0], [-0.3, 0.7, 0.2, -1.1]])
-
-
-def _primitives(closed):
-    return {p.name for p, _ in _jax.jaxpr_primitives(closed)}
 
 
 def test_softmax_of_an_all_inf_row_is_zero_with_zero_derivatives() -> None:
@@ -53,17 +48,6 @@ def test_log_softmax_of_inf_entries() -> None:
     assert np.isfinite(h).all()
 
 
-def test_each_transform_binds_its_fused_primitive() -> None:
-    x = jnp.linspace(-1.0, 1.0, 6).reshape(2, 3)
-    f = lambda x: gr_sum(multiply(softmax(x, axis=0), x))  # noqa: E731
-    grad = _primitives(jax.make_jaxpr(jax.grad(f))(x))
-    assert "softmax_vjp" in grad and "softmax_jvp" not in grad
-    fwd = _primitives(jax.make_jaxpr(jax.jacfwd(lambda x: softmax(x, axis=0)))(x))
-    assert "softmax_jvp" in fwd and "softmax_vjp" not in fwd
-    fwd = _primitives(jax.make_jaxpr(jax.jacfwd(log_softmax))(x))
-    assert "log_softmax_jvp" in fwd
-
-
 @pytest.mark.parametrize("fn, ref", [(softmax, jax.nn.softmax),
                                      (log_softmax, jax.nn.log_softmax)])
 def test_any_axis_matches_jax_nn(fn, ref) -> None:
@@ -81,16 +65,6 @@ def test_bfloat16_accumulates_in_float32(fn) -> None:
     np.testing.assert_array_equal(np.asarray(y, np.float32), np.asarray(want, np.float32))
     g = jax.grad(lambda v: gr_sum(fn(v).astype(jnp.float32)))(x)
     assert g.dtype == jnp.bfloat16 and np.isfinite(np.asarray(g, np.float32)).all()
-
-
-def test_pallas_kernel_is_not_there_yet() -> None:
-    x = jnp.ones((2, 3))
-    with gradrules.config.using(kernel="interpret"):
-        with pytest.raises(NotImplementedError, match="gradrules.softmax: kernel='interpret' "
-                                                      "has no Pallas kernel yet"):
-            softmax(x)
-        assert "kernel=interpret" in str(jax.make_jaxpr(log_softmax)(x))
-    assert "kernel=auto" in str(jax.make_jaxpr(softmax)(x))
 
 
 @pytest.mark.parametrize("fn", [softmax, log_softmax])

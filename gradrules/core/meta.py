@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import math
+
 import numpy as np
 
 import jax.numpy as jnp
@@ -134,3 +136,65 @@ def elementwise_meta(op: str, names: Sequence[str], kind: str,
 
 def is_float(x: Any) -> bool:
     return jnp.issubdtype(jnp.result_type(x), jnp.floating)
+
+
+# static parameters ----------------------------------------------------------
+# Every public function validates its static params with these, so a bad value
+# reads ``gradrules.<op>: <name> must be ...`` with the value given.
+def number_param(op: str, name: str, value: Any, *, lo: float | None = None,
+                 hi: float | None = None, gt: float | None = None,
+                 allow_inf: bool = False) -> float:
+    """A Python or numpy real number (not a bool, not NaN), finite unless
+    ``allow_inf``, inside ``[lo, hi]`` and above ``gt`` where given."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op_name(op)}: {name} must be a Python number, got {value!r}")
+    value = float(value)
+    if math.isnan(value) or (not allow_inf and math.isinf(value)):
+        raise ValueError(f"{op_name(op)}: {name} must be finite, got {value!r}")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        span = f"[{lo}, " if lo is not None else "(-inf, "
+        span += f"{hi}]" if hi is not None else "inf)"
+        raise ValueError(f"{op_name(op)}: {name} must lie in {span}, got {value!r}")
+    if gt is not None and not value > gt:
+        raise ValueError(f"{op_name(op)}: {name} must be > {gt:g}, got {value!r}")
+    return value
+
+
+def int_param(op: str, name: str, value: Any, *, lo: int | None = None) -> int:
+    """A Python or numpy int (not a bool), at least ``lo`` where given."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{op_name(op)}: {name} must be an int, got {value!r}")
+    if lo is not None and value < lo:
+        raise ValueError(f"{op_name(op)}: {name} must be an int >= {lo}, got {value!r}")
+    return int(value)
+
+
+def bool_param(op: str, name: str, value: Any) -> bool:
+    """A Python or numpy bool."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op_name(op)}: {name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def choice_param(op: str, name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """One of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{op_name(op)}: {name} must be one of {choices}, got {value!r}")
+    return str(value)
+
+
+def int_tuple(op: str, name: str, value: Any, n: int | None = None) -> tuple[int, ...]:
+    """A tuple of Python ints from one int or a sequence of ints (not bools),
+    ``n`` of them where given."""
+    if isinstance(value, (int, np.integer)):
+        vals: tuple[Any, ...] = (value,)
+    else:
+        try:
+            vals = tuple(value)
+        except TypeError:
+            vals = (value,)
+    if any(not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)) for v in vals):
+        raise TypeError(f"{op_name(op)}: {name} must hold ints, got {value!r}")
+    if n is not None and len(vals) != n:
+        raise ValueError(f"{op_name(op)}: {name} must have {n} entries, got {value!r}")
+    return tuple(int(v) for v in vals)

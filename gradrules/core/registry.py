@@ -80,8 +80,15 @@ class OpDef:
         from ..testing.samples import samples_for
         return samples_for(self.name)
 
+    def gaps(self) -> list[str]:
+        """Everything this op lacks: the derivatives its manifest entry
+        declares not implemented, then what is ``missing``."""
+        return ([f"d/d{name} (declared not implemented)" for name in self.not_implemented]
+                + self.missing())
+
     def missing(self) -> list[str]:
-        """What the manifest says is missing for this op."""
+        """What is missing for this op without being declared: unregistered
+        rules, no reference, no samples."""
         gaps = []
         linear_prims = bool(self.linear)
         for info in self.primitive_infos:

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._fused import acc_dtype
+from ._fused import acc_dtype, pad_axis
 
 Array = jax.Array
 _QK = "bhgqd,bhkd->bhgqk"     # scores of a query block against a key block
@@ -87,19 +87,10 @@ def geometry(q: Any, k: Any, *, causal: bool, scale: float, block_q: int,
 
 
 # ------------------------------------------------------------- layouts
-def _pad(x: Array, axis: int, size: int, value: Any = 0) -> Array:
-    extra = size - x.shape[axis]
-    if extra <= 0:
-        return x
-    widths = [(0, 0)] * x.ndim
-    widths[axis] = (0, extra)
-    return jnp.pad(x, widths, constant_values=value)
-
-
 def q_layout(x: Array, g: Geometry) -> Array:
     """[B, Sq, H, D] -> [B, Hkv, G, Sq padded, D] in the accumulation dtype."""
     x = x.astype(g.acc).reshape(g.B, g.Sq, g.Hkv, g.G, x.shape[-1]).transpose(0, 2, 3, 1, 4)
-    return _pad(x, 3, g.nq * g.bq)
+    return pad_axis(x, 3, g.nq * g.bq)
 
 
 def q_unlayout(x: Array, g: Geometry, dtype: Any) -> Array:
@@ -109,7 +100,7 @@ def q_unlayout(x: Array, g: Geometry, dtype: Any) -> Array:
 
 def kv_layout(x: Array, g: Geometry) -> Array:
     """[B, Sk, Hkv, D] -> [B, Hkv, Sk padded, D]."""
-    return _pad(x.astype(g.acc).transpose(0, 2, 1, 3), 2, g.nk * g.bk)
+    return pad_axis(x.astype(g.acc).transpose(0, 2, 1, 3), 2, g.nk * g.bk)
 
 
 def kv_unlayout(x: Array, g: Geometry, dtype: Any) -> Array:
@@ -118,7 +109,7 @@ def kv_unlayout(x: Array, g: Geometry, dtype: Any) -> Array:
 
 def row_layout(x: Array, g: Geometry) -> Array:
     """Per-row values [B, H, Sq] -> [B, Hkv, G, Sq padded]."""
-    return _pad(x.astype(g.acc).reshape(g.B, g.Hkv, g.G, g.Sq), 3, g.nq * g.bq)
+    return pad_axis(x.astype(g.acc).reshape(g.B, g.Hkv, g.G, g.Sq), 3, g.nq * g.bq)
 
 
 def row_unlayout(x: Array, g: Geometry) -> Array:
@@ -131,9 +122,9 @@ def pair_layout(x: Array, g: Geometry, value: Any) -> Array:
     mb, mh, mq, mk = x.shape
     x = x.reshape((mb, g.Hkv, g.G, mq, mk) if mh != 1 else (mb, 1, 1, mq, mk))
     if mq != 1:
-        x = _pad(x, 3, g.nq * g.bq, value)
+        x = pad_axis(x, 3, g.nq * g.bq, value)
     if mk != 1:
-        x = _pad(x, 4, g.nk * g.bk, value)
+        x = pad_axis(x, 4, g.nk * g.bk, value)
     return x
 
 
@@ -281,7 +272,9 @@ def jvp(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array, lse:
 
 # ------------------------------------------------------------ backward
 def _reduce_to(x: Array, shape: tuple[int, ...]) -> Array:
-    """Sum ``x`` over the axes where ``shape`` has 1 (keeping them)."""
+    """Sum ``x`` over the axes where ``shape`` has 1 (keeping them). Unlike
+    ``_fused.sum_to``, the other axes keep x's sizes (a block of an
+    accumulator, not the accumulator's shape)."""
     axes = tuple(a for a, (n, m) in enumerate(zip(x.shape, shape)) if m == 1 and n != 1)
     return x.sum(axes, keepdims=True) if axes else x
 

@@ -4,7 +4,9 @@
 broadcasting (infer_meta from ``core.meta.elementwise_meta``);
 ``elementwise_op`` makes its public function, which converts Python scalars,
 promotes dtypes like ``jax.numpy`` (Paddle's ``axis`` argument where asked),
-validates the dtype class and binds the primitive once.
+validates the dtype class and binds the primitive once;
+``register_elementwise`` writes its manifest entry. ``define_elementwise``
+does all three for a parameter-free op.
 """
 
 from __future__ import annotations
@@ -120,3 +122,23 @@ def register_elementwise(fn: Callable[..., Array], prim: Primitive, reference: C
                              reference=reference, operands=info.operands, linear=linear,
                              nondiff=nondiff, not_implemented=not_implemented,
                              aliases=aliases, order=order))
+
+
+def define_elementwise(name: str, impl: Callable[..., Any], doc: str, *, family: str,
+                       kind: str = "float", operands: Sequence[str] = ("x",),
+                       out_dtype: Any = None, reference: Callable[..., Any] | None = None,
+                       paddle_axis: bool = False,
+                       linear: tuple[tuple[str, ...], ...] = (),
+                       nondiff: tuple[str, ...] = (), not_implemented: tuple[str, ...] = (),
+                       aliases: tuple[str, ...] = (), order: int = 2
+                       ) -> tuple[Primitive, Callable[..., Array]]:
+    """A parameter-free elementwise op in one call: its primitive
+    (``elementwise_primitive``), its public function (``elementwise_op``) and
+    its manifest entry (``register_elementwise``, ``reference`` defaulting to
+    ``impl``). Returns ``(prim, fn)``."""
+    prim = elementwise_primitive(name, impl, family=family, operands=operands, kind=kind,
+                                 out_dtype=out_dtype)
+    fn = elementwise_op(prim, kind=kind, doc=doc, paddle_axis=paddle_axis)
+    register_elementwise(fn, prim, reference or impl, linear=linear, nondiff=nondiff,
+                         not_implemented=not_implemented, aliases=aliases, order=order)
+    return prim, fn

@@ -14,7 +14,6 @@ validation of the numeric params these ops share.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +24,8 @@ import jax.numpy as jnp
 
 from .._jax import ShapedArray
 from ..core.config import config, validate_kernel
-from ..core.meta import check_dtype, normalize_axis, op_name
+from ..core.meta import (check_dtype, choice_param, int_param, normalize_axis,  # noqa: F401
+                         number_param, op_name)
 
 Array = jax.Array
 
@@ -86,35 +86,7 @@ def upcast(x: Array) -> Array:
 
 def eps_param(op: str, eps: Any) -> float:
     """``eps`` must be a finite Python number > 0."""
-    eps = number_param(op, "eps", eps)
-    if not eps > 0:
-        raise ValueError(f"{op_name(op)}: eps must be > 0, got {eps!r}")
-    return eps
-
-
-def number_param(op: str, name: str, value: Any, *, lo: float | None = None,
-                 hi: float | None = None) -> float:
-    """A finite Python number, optionally inside ``[lo, hi]``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{op_name(op)}: {name} must be a Python number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{op_name(op)}: {name} must be finite, got {value!r}")
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise ValueError(f"{op_name(op)}: {name} must lie in [{lo}, {hi}], got {value!r}")
-    return value
-
-
-def int_param(op: str, name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{op_name(op)}: {name} must be an int, got {value!r}")
-    return int(value)
-
-
-def choice_param(op: str, name: str, value: Any, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise ValueError(f"{op_name(op)}: {name} must be one of {choices}, got {value!r}")
-    return str(value)
+    return number_param(op, "eps", eps, gt=0.0)
 
 
 def float_array(op: str, name: str, x: Any) -> Any:
@@ -124,3 +96,26 @@ def float_array(op: str, name: str, x: Any) -> Any:
     x = jnp.asarray(x) if isinstance(x, (bool, int, float, np.generic)) else x
     check_dtype(op, name, jnp.result_type(x), "float")
     return x
+
+
+def sum_to(x: Array, shape: tuple[int, ...]) -> Array:
+    """Sum ``x`` down to ``shape``: its extra leading axes, and the axes where
+    ``shape`` has 1 and x does not (the transpose of broadcasting; a lowering
+    helper, plain jax.numpy)."""
+    shape = tuple(shape)
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
+                                      if d == 1 and x.shape[lead + i] != 1)
+    return jnp.sum(x, axes, keepdims=True).reshape(shape) if axes else x
+
+
+def pad_axis(x: Array, axis: int, size: int, value: Any = 0) -> Array:
+    """``x`` padded at the end of ``axis`` with ``value`` up to ``size``
+    entries (unchanged when it has that many already; a lowering helper, plain
+    jax.numpy)."""
+    extra = size - x.shape[axis]
+    if extra <= 0:
+        return x
+    widths = [(0, 0)] * x.ndim
+    widths[axis] = (0, extra)
+    return jnp.pad(x, widths, constant_values=value)

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._fused import acc_dtype, upcast
+from ._fused import acc_dtype, pad_axis, upcast
 from .softmax import log_normalizer, row_shift
 
 Array = jax.Array
@@ -150,11 +150,6 @@ def _over_batch(core: Callable[..., Any], batch_ndim: int) -> Callable[..., Any]
     return core
 
 
-def _pad_rows(x: Array, rows: int) -> Array:
-    extra = rows - x.shape[0]
-    return jnp.pad(x, [(0, extra)] + [(0, 0)] * (x.ndim - 1)) if extra else x
-
-
 def _vocab_chunks(ws: list[Array], vc: int, body: Callable[..., Any], carry: Any) -> Any:
     """``carry = body(carry, [w[:, chunk] for w in ws], v0)`` over the
     vocabulary chunks: a loop over the full ones, the tail done after it."""
@@ -174,7 +169,7 @@ def _token_blocks(fn: Callable[..., Any], arrays: list[Array], tc: int) -> Any:
     """``fn`` on blocks of ``tc`` tokens (rows), outputs put back in order."""
     tokens = arrays[0].shape[0]
     nb = -(-tokens // tc)
-    blocked = [_pad_rows(a, nb * tc).reshape((nb, tc) + a.shape[1:]) for a in arrays]
+    blocked = [pad_axis(a, 0, nb * tc).reshape((nb, tc) + a.shape[1:]) for a in arrays]
     outs = lax.map(lambda bs: fn(*bs), blocked)
     return [o.reshape((nb * tc,) + o.shape[2:])[:tokens] for o in outs]
 
@@ -246,8 +241,8 @@ def _flce_vjp_2d(h: Array, w: Array, labels: Array, lse: Array, g_loss: Array, g
     tokens, vocab = h.shape[0], w.shape[1]
     tc = block[0]
     nb = -(-tokens // tc)
-    hp, lp, lsep = (_pad_rows(a, nb * tc) for a in (h, labels, lse))
-    glp, gsp = (_pad_rows(a, nb * tc) for a in (g_loss, g_lse))   # padded rows: g = 0
+    hp, lp, lsep = (pad_axis(a, 0, nb * tc) for a in (h, labels, lse))
+    glp, gsp = (pad_axis(a, 0, nb * tc) for a in (g_loss, g_lse))   # padded rows: g = 0
 
     def chunk(c: Any, w_c: list[Array], v0: Any) -> Any:
         dh, dw = c

@@ -11,6 +11,8 @@ finite derivatives of every order at large |x|.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -19,21 +21,17 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..core.meta import op_name
-from ._elementwise import elementwise_op, elementwise_primitive, promote, register_elementwise
+from .._jax import Primitive
+from ..core.meta import bool_param, number_param, op_name
+from ._elementwise import define_elementwise, elementwise_primitive, promote, register_elementwise
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
 FAMILY = "activation"
 
-
-def _number(op: str, name: str, value: Any) -> float:
-    """A static real parameter: a Python or numpy number (not a bool), not NaN."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{op_name(op)}: {name} must be a Python number, got {value!r}")
-    if math.isnan(value):
-        raise ValueError(f"{op_name(op)}: {name} must not be NaN")
-    return float(value)
+# a parameter-free activation: primitive, public function and manifest entry
+_activation: Callable[..., tuple[Primitive, Callable[..., Array]]] = partial(define_elementwise,
+                                                                             family=FAMILY)
 
 
 # ---------------------------------------------------- parameter-free ops
@@ -45,35 +43,22 @@ def _hardswish_impl(x: Array) -> Array:
     return x * jnp.clip(x + 3.0, 0.0, 6.0) / 6.0
 
 
-sigmoid_p = elementwise_primitive("sigmoid", jax.nn.sigmoid, family=FAMILY)
-sigmoid = elementwise_op(sigmoid_p, kind="float", doc="""1 / (1 + exp(-x)), without overflow
-for any x.
+sigmoid_p, sigmoid = _activation("sigmoid", jax.nn.sigmoid, """\
+1 / (1 + exp(-x)), without overflow for any x.
 
 d/dx = sigmoid(x) * sigmoid(-x) (= s (1 - s), written so it keeps its
 precision where s is close to 1).""")
 
-log_sigmoid_p = elementwise_primitive("log_sigmoid", jax.nn.log_sigmoid, family=FAMILY)
-log_sigmoid = elementwise_op(log_sigmoid_p, kind="float", doc="""log(sigmoid(x)) =
--softplus(-x), computed without overflow: about x for x << 0, about -exp(-x)
-for x >> 0.
+log_sigmoid_p, log_sigmoid = _activation("log_sigmoid", jax.nn.log_sigmoid, """\
+log(sigmoid(x)) = -softplus(-x), computed without overflow: about x for x << 0,
+about -exp(-x) for x >> 0.
 
 d/dx = sigmoid(-x).""")
 
-relu_p = elementwise_primitive("relu", _relu_impl, family=FAMILY, kind="numeric")
-relu = elementwise_op(relu_p, kind="numeric", doc="""max(x, 0); integers allowed.
+relu_p, relu = _activation("relu", _relu_impl, """max(x, 0); integers allowed.
 
-d/dx = 1 for x > 0 and 0 for x <= 0: relu'(0) = 0, as in the core IR.""")
-
-hardswish_p = elementwise_primitive("hardswish", _hardswish_impl, family=FAMILY)
-hardswish = elementwise_op(hardswish_p, kind="float", doc="""x * min(max(x + 3, 0), 6) / 6.
-
-d/dx = 0 for x <= -3, (2 x + 3) / 6 for -3 < x < 3, 1 for x >= 3: at the kinks
-hardswish'(-3) = 0 and hardswish'(3) = 1, as Paddle's hardswish_grad.""")
-
-silu_p = elementwise_primitive("silu", jax.nn.silu, family=FAMILY)
-silu = elementwise_op(silu_p, kind="float", doc="""x * sigmoid(x) (swish).
-
-d/dx = sigmoid(x) * (1 + x * sigmoid(-x)).""")
+d/dx = 1 for x > 0 and 0 for x <= 0: relu'(0) = 0, as in the core IR.""", kind="numeric",
+                           reference=jax.nn.relu)
 
 
 # ------------------------------------------------------------ leaky_relu
@@ -91,9 +76,17 @@ def leaky_relu(x: ArrayLike, *, negative_slope: float = 0.01) -> Array:
     d/dx = 1 for x > 0 and negative_slope for x <= 0 (the core IR's
     leaky_relu_backward: the slope at 0 is negative_slope).
     """
-    slope = _number("leaky_relu", "negative_slope", negative_slope)
+    slope = number_param("leaky_relu", "negative_slope", negative_slope,
+                         allow_inf=True)
     (x,) = promote("leaky_relu", {"x": x}, "float")
     return leaky_relu_p.bind(x, negative_slope=slope)
+
+
+def _leaky_relu_reference(x: ArrayLike, *, negative_slope: float = 0.01) -> Array:
+    return jax.nn.leaky_relu(x, negative_slope)
+
+
+register_elementwise(leaky_relu, leaky_relu_p, _leaky_relu_reference)
 
 
 # --------------------------------------------------------------- hardtanh
@@ -111,13 +104,33 @@ def hardtanh(x: ArrayLike, *, min_val: float = -1.0, max_val: float = 1.0) -> Ar
     d/dx = 1 for min_val < x < max_val and 0 elsewhere, the boundaries
     included (the core IR's hardtanh_backward), unlike clamp.
     """
-    lo = _number("hardtanh", "min_val", min_val)
-    hi = _number("hardtanh", "max_val", max_val)
+    lo = number_param("hardtanh", "min_val", min_val, allow_inf=True)
+    hi = number_param("hardtanh", "max_val", max_val, allow_inf=True)
     if lo > hi:
         raise ValueError(f"{op_name('hardtanh')}: min_val={min_val!r} is greater than "
                          f"max_val={max_val!r}")
     (x,) = promote("hardtanh", {"x": x}, "float")
     return hardtanh_p.bind(x, min_val=lo, max_val=hi)
+
+
+def _hardtanh_reference(x: ArrayLike, *, min_val: float = -1.0, max_val: float = 1.0) -> Array:
+    return jnp.clip(x, min_val, max_val)
+
+
+register_elementwise(hardtanh, hardtanh_p, _hardtanh_reference)
+
+
+# ------------------------------------------------- hardswish and silu
+hardswish_p, hardswish = _activation("hardswish", _hardswish_impl, """\
+x * min(max(x + 3, 0), 6) / 6.
+
+d/dx = 0 for x <= -3, (2 x + 3) / 6 for -3 < x < 3, 1 for x >= 3: at the kinks
+hardswish'(-3) = 0 and hardswish'(3) = 1, as Paddle's hardswish_grad.""",
+                                     reference=jax.nn.hard_swish)
+
+silu_p, silu = _activation("silu", jax.nn.silu, """x * sigmoid(x) (swish).
+
+d/dx = sigmoid(x) * (1 + x * sigmoid(-x)).""")
 
 
 # ------------------------------------------------------------------- gelu
@@ -147,10 +160,16 @@ def gelu(x: ArrayLike, *, approximate: bool = False) -> Array:
     derivatives 0), selected by a double where so that no inf * 0 appears in
     any order, in any dtype.
     """
-    if not isinstance(approximate, (bool, np.bool_)):
-        raise TypeError(f"{op_name('gelu')}: approximate must be a bool, got {approximate!r}")
+    approx = bool_param("gelu", "approximate", approximate)
     (x,) = promote("gelu", {"x": x}, "float")
-    return gelu_p.bind(x, approximate=bool(approximate))
+    return gelu_p.bind(x, approximate=approx)
+
+
+def _gelu_reference(x: ArrayLike, *, approximate: bool = False) -> Array:
+    return jax.nn.gelu(x, approximate=approximate)
+
+
+register_elementwise(gelu, gelu_p, _gelu_reference)
 
 
 # --------------------------------------------------------------- softplus
@@ -170,13 +189,17 @@ def softplus(x: ArrayLike, *, beta: float = 1.0, threshold: float = 20.0) -> Arr
     d/dx = sigmoid(beta x) where beta x <= threshold and 1 above it (where
     every higher derivative is 0).
     """
-    b = _number("softplus", "beta", beta)
-    t = _number("softplus", "threshold", threshold)
-    if not b > 0 or math.isinf(b):
-        raise ValueError(f"{op_name('softplus')}: beta must be positive and finite, "
-                         f"got {beta!r}")
+    b = number_param("softplus", "beta", beta, gt=0)
+    t = number_param("softplus", "threshold", threshold, allow_inf=True)
     (x,) = promote("softplus", {"x": x}, "float")
     return softplus_p.bind(x, beta=b, threshold=t)
+
+
+def _softplus_reference(x: ArrayLike, *, beta: float = 1.0, threshold: float = 20.0) -> Array:
+    return jnp.where(x * beta > threshold, x, jax.nn.softplus(x * beta) / beta)
+
+
+register_elementwise(softplus, softplus_p, _softplus_reference)
 
 
 # ------------------------------------------------------------------ clamp
@@ -194,7 +217,7 @@ def _bound(name: str, value: Any, dtype: np.dtype) -> float | int | None:
     inside the range of an integer dtype (so none wraps around)."""
     if value is None:
         return None
-    v = _number("clamp", name, value)
+    v = number_param("clamp", name, value, allow_inf=True)
     if not jnp.issubdtype(dtype, jnp.integer):
         return v
     if not v.is_integer() and not math.isinf(v):
@@ -219,36 +242,9 @@ def clamp(x: ArrayLike, *, min: float | None = None,  # noqa: A002
     return clamp_p.bind(x, min=_bound("min", min, dtype), max=_bound("max", max, dtype))
 
 
-# ---------------------------------------------------------------- manifest
-def _leaky_relu_reference(x: ArrayLike, *, negative_slope: float = 0.01) -> Array:
-    return jax.nn.leaky_relu(x, negative_slope)
-
-
-def _hardtanh_reference(x: ArrayLike, *, min_val: float = -1.0, max_val: float = 1.0) -> Array:
-    return jnp.clip(x, min_val, max_val)
-
-
-def _gelu_reference(x: ArrayLike, *, approximate: bool = False) -> Array:
-    return jax.nn.gelu(x, approximate=approximate)
-
-
-def _softplus_reference(x: ArrayLike, *, beta: float = 1.0, threshold: float = 20.0) -> Array:
-    return jnp.where(x * beta > threshold, x, jax.nn.softplus(x * beta) / beta)
-
-
 def _clamp_reference(x: ArrayLike, *, min: float | None = None,  # noqa: A002
                      max: float | None = None) -> Array:  # noqa: A002
     return jnp.clip(x, min, max)
 
 
-for _fn, _p, _ref in ((sigmoid, sigmoid_p, jax.nn.sigmoid),
-                      (log_sigmoid, log_sigmoid_p, jax.nn.log_sigmoid),
-                      (relu, relu_p, jax.nn.relu),
-                      (leaky_relu, leaky_relu_p, _leaky_relu_reference),
-                      (hardtanh, hardtanh_p, _hardtanh_reference),
-                      (hardswish, hardswish_p, jax.nn.hard_swish),
-                      (silu, silu_p, jax.nn.silu),
-                      (gelu, gelu_p, _gelu_reference),
-                      (softplus, softplus_p, _softplus_reference),
-                      (clamp, clamp_p, _clamp_reference)):
-    register_elementwise(_fn, _p, _ref)
+register_elementwise(clamp, clamp_p, _clamp_reference)

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray
-from ..core.meta import check_dtype, op_name, paddle_axis_shape
+from ..core.meta import check_dtype, number_param, op_name, paddle_axis_shape
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._elementwise import (elementwise_op, elementwise_primitive, promote,
@@ -149,26 +149,18 @@ div_scale_p = define_primitive("div_scale", family=FAMILY, operands=("x",), para
                                infer_meta=_scale_meta("div_scale"), impl=_div_scale_impl)
 
 
-def _scale_param(op: str, scale: Any) -> float:
-    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{op_name(op)}: scale must be a Python number, got {scale!r}")
-    if not np.isfinite(scale):
-        raise ValueError(f"{op_name(op)}: scale must be finite, got {scale!r}")
-    return float(scale)
-
-
 def scale(x: ArrayLike, *, scale: float) -> Array:
     """x * scale for a static number ``scale`` (LoRA's alpha / r). Linear;
     the transpose is scale(ct, scale=scale)."""
     (x,) = promote("scale", {"x": x}, "float")
-    return scale_p.bind(x, scale=_scale_param("scale", scale))
+    return scale_p.bind(x, scale=number_param("scale", "scale", scale))
 
 
 def div_scale(x: ArrayLike, *, scale: float) -> Array:
     """x / scale for a static nonzero number ``scale``. Linear; the transpose
     is div_scale(ct, scale=scale)."""
     (x,) = promote("div_scale", {"x": x}, "float")
-    s = _scale_param("div_scale", scale)
+    s = number_param("div_scale", "scale", scale)
     if s == 0:
         raise ValueError(f"{op_name('div_scale')}: scale must be nonzero")
     return div_scale_p.bind(x, scale=s)

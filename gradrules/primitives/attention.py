@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.meta import check_dtype, op_name
+from ..core.meta import bool_param, check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from . import _attention_xla as xla
@@ -213,8 +213,7 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
             raise ValueError(f"{op_name(_OP)}: argument {name} must have rank 4 [batch, seq, "
                              f"heads, head_dim], got shape {np.shape(x)}")
     q, k, v = promote(_OP, {"q": q, "k": k, "v": v}, "float")
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"{op_name(_OP)}: causal must be a bool, got {causal!r}")
+    causal = bool_param(_OP, "causal", causal)
     head_dim = np.shape(q)[-1]
     if scale is None:
         if head_dim == 0:
@@ -225,7 +224,7 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
     mask = np.ones((1, 1, 1, 1), bool) if mask is None else _pair_arg("mask", mask, "bool", q)
     bias = (np.zeros((1, 1, 1, 1), jnp.result_type(q)) if bias is None
             else _pair_arg("bias", bias, "float", q))
-    params = dict(causal=bool(causal), scale=scale,
+    params = dict(causal=causal, scale=scale,
                   block_q=_block_param("block_q", block_q, DEFAULT_BLOCKS.block_q),
                   block_k=_block_param("block_k", block_k, DEFAULT_BLOCKS.block_k),
                   kernel=kernel_param(_OP))

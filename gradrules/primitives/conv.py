@@ -4,8 +4,8 @@
 padding, input and kernel dilation, feature and batch grouping, any layout
 through ``lax.ConvDimensionNumbers``), so that its transposes for the input
 and for the kernel are again convolutions of the same primitive, as in JAX's
-own rules. ``reverse_p`` (reverse along axes) is the helper those transposes
-flip the kernel with.
+own rules. ``flip_p`` (the layout family's reverse along axes) is what
+conv_transpose2d and those transposes flip the kernel with.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.meta import check_dtype, op_name, same_dtype
+from ..core.meta import check_dtype, int_param, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._elementwise import promote
+from .layout import flip_p
 from .resample import int_pair
 
 Array = jax.Array
@@ -85,17 +86,6 @@ convolution_p = define_primitive("convolution", family=FAMILY, operands=("lhs", 
                                  impl=_convolution_impl)
 
 
-# ----------------------------------------------------------------- reverse
-def _reverse_infer_meta(x: Any, *, axes: tuple[int, ...]) -> ShapedArray:
-    check_dtype("reverse", "x", x.dtype, "any")
-    return ShapedArray(x.shape, x.dtype, weak_type=x.weak_type)
-
-
-reverse_p = define_primitive("reverse", family=FAMILY, operands=("x",), params=("axes",),
-                             infer_meta=_reverse_infer_meta,
-                             impl=lambda x, *, axes: lax.rev(x, axes))
-
-
 # ---------------------------------------------------------- argument parsing
 def _padding(op: str, padding: Any, spatial: tuple[int, int], kernel: tuple[int, int],
              stride: tuple[int, int], dilation: tuple[int, int]) -> Pads:
@@ -131,8 +121,7 @@ def _conv_args(op: str, x: Any, w: Any, stride: Any, dilation: Any, groups: Any,
         raise ValueError(f"{op_name(op)}: x must be a 4-D {data_format} image and w a 4-D "
                          f"kernel; got x with shape {np.shape(x)} and w with shape "
                          f"{np.shape(w)}")
-    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
-        raise ValueError(f"{op_name(op)}: groups must be a positive int, got {groups!r}")
+    groups = int_param(op, "groups", groups, lo=1)
     hw = tuple(np.shape(x)[data_format.index(a)] for a in "HW")
     return (x, w, int_pair(op, "stride", stride), int_pair(op, "dilation", dilation),
             int(groups), hw)  # type: ignore[return-value]
@@ -225,7 +214,7 @@ def conv_transpose2d(x: ArrayLike, w: ArrayLike, b: ArrayLike | None = None, *,
                              f"{np.shape(x)} and w with shape {np.shape(w)}")
     kernel = reshape(w, (groups, ci // groups, og, kh, kw))
     kernel = reshape(transpose(kernel, (0, 2, 1, 3, 4)), (groups * og, ci // groups, kh, kw))
-    kernel = reverse_p.bind(kernel, axes=(2, 3))
+    kernel = flip_p.bind(kernel, axes=(2, 3))
     pads = tuple((dilate(k, ri) - 1 - pi, dilate(k, ri) - 1 - pi + oi)
                  for k, ri, pi, oi in zip((kh, kw), r, p, op_))
     out = _bind(x, kernel, data_format, window_strides=(1, 1), padding=pads, lhs_dilation=s,
@@ -281,7 +270,7 @@ def _conv_transpose2d_reference(x: Array, w: Array, b: Array | None = None, *, s
 
 
 _LIN = (("x", "b"), ("w", "b"))
-register_op(OpDef("conv2d", FAMILY, conv2d, (convolution_p, reverse_p), _conv2d_reference,
+register_op(OpDef("conv2d", FAMILY, conv2d, (convolution_p, flip_p), _conv2d_reference,
                   ("x", "w", "b"), linear=_LIN))
-register_op(OpDef("conv_transpose2d", FAMILY, conv_transpose2d, (convolution_p, reverse_p),
+register_op(OpDef("conv_transpose2d", FAMILY, conv_transpose2d, (convolution_p, flip_p),
                   _conv_transpose2d_reference, ("x", "w", "b"), linear=_LIN))

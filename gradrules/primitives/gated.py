@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray
-from ..core.meta import check_dtype, op_name
+from ..core.meta import bool_param, check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._elementwise import promote
@@ -91,12 +91,8 @@ silu_gated_vjp_p = define_primitive(
 
 
 def limit_param(op: str, limit: Any) -> float | None:
-    if limit is None:
-        return None
-    limit = number_param(op, "limit", limit)
-    if limit <= 0:
-        raise ValueError(f"{op_name(op)}: limit must be > 0 (or None), got {limit!r}")
-    return limit
+    """``limit``: None, or a finite number > 0."""
+    return None if limit is None else number_param(op, "limit", limit, gt=0.0)
 
 
 def _pair(op: str, gate: Any, up: Any) -> list[Any]:
@@ -147,12 +143,6 @@ gelu_gated_p = define_primitive("gelu_gated", family=FAMILY, operands=("gate", "
                                 impl=_gelu_gated_impl)
 
 
-def _approximate_param(op: str, approximate: Any) -> bool:
-    if not isinstance(approximate, (bool, np.bool_)):
-        raise TypeError(f"{op_name(op)}: approximate must be a bool, got {approximate!r}")
-    return bool(approximate)
-
-
 def gelu_gated(gate: ArrayLike, up: ArrayLike, *, approximate: bool = False) -> Array:
     """GeGLU: ``gelu(gate) * up`` (``approximate`` picks gelu's tanh form).
 
@@ -161,7 +151,7 @@ def gelu_gated(gate: ArrayLike, up: ArrayLike, *, approximate: bool = False) -> 
     """
     op = "gelu_gated"
     gate, up = _pair(op, gate, up)
-    return gelu_gated_p.bind(gate, up, approximate=_approximate_param(op, approximate))
+    return gelu_gated_p.bind(gate, up, approximate=bool_param(op, "approximate", approximate))
 
 
 def _gelu_gated_reference(gate: ArrayLike, up: ArrayLike, *, approximate: bool = False

@@ -7,7 +7,10 @@ jax.numpy): a negative index ``i`` counts from the end (``i + n``), then the
 index is clipped into ``[0, n - 1]``. Gathers read, and scatters write, the
 clipped position. The exception is ``c_embedding``, whose ids outside the
 shard give zero rows, and ``one_hot``, whose ids outside ``[0, num_classes)``
-give zero rows. Index arrays must have an integer dtype (never cast).
+give zero rows. Index arrays must have an integer dtype (never cast from
+float or bool); one narrower than int32 (int8, uint8, int16, uint16) is
+widened to int32 by the public functions, so ``i + n`` and flat positions
+cannot overflow in the index's own dtype.
 
 Scatters that overwrite (``scatter``, ``index_put`` without accumulate)
 resolve duplicate indices by one deterministic rule: the update that comes
@@ -33,7 +36,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import Primitive, ShapedArray
-from ..core.meta import check_dtype, normalize_axis, op_name, same_dtype
+from ..core.meta import (broadcast_shapes, check_dtype, int_param, int_tuple, normalize_axis,
+                         op_name, same_dtype)
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._elementwise import as_array, promote
@@ -44,20 +48,43 @@ FAMILY = "indexing"
 
 
 # ------------------------------------------------------------------ helpers
+def index_dtype(dtype: Any) -> np.dtype:
+    """The dtype index arithmetic runs in: ``dtype``, or int32 where ``dtype``
+    is narrower (int8 + n, or a flat position, would wrap around)."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.int32) if dtype.itemsize < 4 else dtype
+
+
+def wide_index(index: Array) -> Array:
+    """``index`` in ``index_dtype`` (jax.numpy; for the reference lowerings)."""
+    dtype = index_dtype(jnp.result_type(index))
+    return index if jnp.result_type(index) == dtype else jnp.asarray(index).astype(dtype)
+
+
 def clip_index(index: Array, n: int) -> Array:
     """The documented rule: negative indices count from the end, then clip."""
+    index = wide_index(index)
     index = jnp.where(index < 0, index + n, index)
     return jnp.clip(index, 0, max(n - 1, 0))
 
 
 def index_arg(op: str, arg: str, index: Any) -> Any:
-    """An integer index array (Python ints are accepted; floats and bools are not)."""
+    """An integer index array (Python ints are accepted; floats and bools are
+    not), widened to int32 where its dtype is narrower (``index_dtype``)."""
     index = as_array(op, arg, index)
     if isinstance(index, bool) or not isinstance(index, int) and not jnp.issubdtype(
             jnp.result_type(index), jnp.integer):
         raise TypeError(f"{op_name(op)}: argument {arg} must have an integer dtype, "
                         f"got {jnp.result_type(index)}")
-    return jnp.asarray(index) if isinstance(index, int) else index
+    if isinstance(index, int):
+        return jnp.asarray(index)
+    dtype = index_dtype(jnp.result_type(index))
+    if jnp.result_type(index) == dtype:
+        return index
+    if isinstance(index, (np.ndarray, np.generic)):
+        return np.asarray(index, dtype)
+    from .convert import convert_element_type
+    return convert_element_type(index, dtype=dtype)
 
 
 def data_arg(op: str, arg: str, x: Any) -> Any:
@@ -65,7 +92,7 @@ def data_arg(op: str, arg: str, x: Any) -> Any:
     return x
 
 
-def _vmapped(fn: Callable[..., Array], batch_dims: int) -> Callable[..., Array]:
+def vmapped(fn: Callable[..., Array], batch_dims: int) -> Callable[..., Array]:
     """``fn`` mapped over ``batch_dims`` leading axes of every argument."""
     for _ in range(batch_dims):
         fn = jax.vmap(fn)
@@ -105,7 +132,7 @@ def _take_impl(x: Array, index: Array, *, axis: int, batch_dims: int) -> Array:
 
     def take(x: Array, i: Array) -> Array:
         return jnp.take(x, clip_index(i, x.shape[a]), axis=a, mode="clip")
-    return _vmapped(take, batch_dims)(x, index)
+    return vmapped(take, batch_dims)(x, index)
 
 
 def _take_primitive(name: str) -> Primitive:
@@ -166,6 +193,7 @@ def index_select(x: ArrayLike, index: ArrayLike, *, axis: int = 0) -> Array:
 
 def _wrap(index: Array, n: int) -> Array:
     """Negative indices count from the end (the references clip with mode="clip")."""
+    index = wide_index(index)
     return jnp.where(index < 0, index + n, index)
 
 
@@ -318,7 +346,7 @@ def _embedding_impl(ids: Array, weight: Array, *, padding_idx: int | None,
         if padding_idx is None:
             return out
         return jnp.where((rows == padding_idx)[..., None], jnp.zeros((), weight.dtype), out)
-    return _vmapped(lookup, batch_dims)(ids, weight)
+    return vmapped(lookup, batch_dims)(ids, weight)
 
 
 embedding_p = define_primitive("embedding", family=FAMILY, operands=("ids", "weight"),
@@ -340,9 +368,7 @@ def embedding(ids: ArrayLike, weight: ArrayLike, *, padding_idx: int | None = No
     _check_table("embedding", np.shape(weight), 0, "[vocab, dim] table")
     if padding_idx is not None:
         vocab = np.shape(weight)[0]
-        if not isinstance(padding_idx, (int, np.integer)) or isinstance(padding_idx, bool):
-            raise TypeError(f"{op_name('embedding')}: padding_idx must be an int or None, got "
-                            f"{padding_idx!r}")
+        padding_idx = int_param("embedding", "padding_idx", padding_idx)
         if not -vocab <= padding_idx < vocab:
             raise ValueError(f"{op_name('embedding')}: padding_idx={padding_idx} is out of "
                              f"range for a table of {vocab} rows")
@@ -370,11 +396,11 @@ def _c_embedding_impl(weight: Array, ids: Array, *, start_index: int, batch_dims
         n = weight.shape[0]
         if n == 0:
             return jnp.zeros(ids.shape + weight.shape[1:], weight.dtype)
-        local = ids - start_index
+        local = wide_index(ids) - start_index
         inside = (local >= 0) & (local < n)
         rows = jnp.take(weight, jnp.clip(local, 0, n - 1), axis=0)
         return jnp.where(inside[..., None], rows, jnp.zeros((), weight.dtype))
-    return _vmapped(lookup, batch_dims)(weight, ids)
+    return vmapped(lookup, batch_dims)(weight, ids)
 
 
 c_embedding_p = define_primitive("c_embedding", family=FAMILY, operands=("weight", "ids"),
@@ -396,22 +422,18 @@ def c_embedding(weight: ArrayLike, ids: ArrayLike, *, start_index: int = 0,
     weight = data_arg("c_embedding", "weight", weight)
     ids = index_arg("c_embedding", "ids", ids)
     _check_table("c_embedding", np.shape(weight), 0, "[rows, dim] shard")
-    for arg, v in (("start_index", start_index), ("vocab_size", vocab_size)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-            raise TypeError(f"{op_name('c_embedding')}: {arg} must be an int, got {v!r}")
+    start_index = int_param("c_embedding", "start_index", start_index, lo=0)
+    vocab_size = int_param("c_embedding", "vocab_size", vocab_size)
     rows = np.shape(weight)[0]
-    if start_index < 0:
-        raise ValueError(f"{op_name('c_embedding')}: start_index must not be negative, got "
-                         f"{start_index}")
     if vocab_size != -1 and not start_index + rows <= vocab_size:
         raise ValueError(f"{op_name('c_embedding')}: a shard of {rows} rows at start_index="
                          f"{start_index} does not fit a vocabulary of vocab_size={vocab_size}")
-    return c_embedding_p.bind(weight, ids, start_index=int(start_index), batch_dims=0)
+    return c_embedding_p.bind(weight, ids, start_index=start_index, batch_dims=0)
 
 
 def _reference_c_embedding(weight: Array, ids: Array, *, start_index: int = 0,
                            vocab_size: int = -1) -> Array:
-    local = ids - start_index
+    local = wide_index(ids) - start_index
     inside = (local >= 0) & (local < weight.shape[0])
     return jnp.where(inside[..., None], weight[jnp.where(inside, local, 0)], 0.0)
 
@@ -439,16 +461,11 @@ def one_hot(x: ArrayLike, *, num_classes: int, dtype: Any = None, axis: int = -1
     outside ``[0, num_classes)`` give an all-zero row. ``dtype`` defaults to
     the default float dtype. Not differentiable (integer input)."""
     x = index_arg("one_hot", "x", x)
-    if not isinstance(num_classes, (int, np.integer)) or isinstance(num_classes, bool):
-        raise TypeError(f"{op_name('one_hot')}: num_classes must be an int, got "
-                        f"{num_classes!r}")
-    if num_classes < 0:
-        raise ValueError(f"{op_name('one_hot')}: num_classes must not be negative, got "
-                         f"{num_classes}")
+    num_classes = int_param("one_hot", "num_classes", num_classes, lo=0)
     dtype = jax.dtypes.canonicalize_dtype(jnp.float64 if dtype is None else dtype)
     check_dtype("one_hot", "dtype", dtype, "any")
     axis = normalize_axis("one_hot", axis, np.ndim(x) + 1)
-    return one_hot_p.bind(x, num_classes=int(num_classes), dtype=np.dtype(dtype), axis=axis)
+    return one_hot_p.bind(x, num_classes=num_classes, dtype=np.dtype(dtype), axis=axis)
 
 
 # -------------------------------------------------- scatter (overwrite)
@@ -634,25 +651,17 @@ def index_put(x: ArrayLike, indices: tuple[ArrayLike, ...], values: ArrayLike, *
     if not 1 <= len(indices) <= np.ndim(x):
         raise ValueError(f"{op_name('index_put')}: needs 1 to {np.ndim(x)} index arrays for x "
                          f"with shape {np.shape(x)}, got {len(indices)}")
-    try:
-        ishape = np.broadcast_shapes(*(np.shape(i) for i in indices))
-    except ValueError:
-        raise ValueError(f"{op_name('index_put')}: indices with shapes "
-                         f"{[np.shape(i) for i in indices]} do not broadcast together") from None
+    ishape = broadcast_shapes("index_put", {f"indices[{i}]": np.shape(ind)
+                                            for i, ind in enumerate(indices)})
     vshape = ishape + tuple(np.shape(x)[len(indices):])
-    if _broadcast_or_none(np.shape(values), vshape) != vshape:
+    if broadcast_shapes("index_put", {"values": np.shape(values),
+                                      "the index shape + the axes of x not indexed": vshape}
+                        ) != vshape:
         raise ValueError(f"{op_name('index_put')}: values with shape {np.shape(values)} do "
                          f"not broadcast to {vshape} (the index shape, then the axes of x "
                          f"with shape {np.shape(x)} that are not indexed)")
     indices = [broadcast_to(i, ishape) for i in indices]
     return index_put_p.bind(x, broadcast_to(values, vshape), *indices, accumulate=accumulate)
-
-
-def _broadcast_or_none(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
-    try:
-        return tuple(np.broadcast_shapes(a, b))
-    except ValueError:
-        return None
 
 
 def _reference_index_put(x: Array, indices: tuple[Array, ...], values: Array, *,
@@ -736,9 +745,8 @@ slice_scatter_p = _slice_update_primitive("slice_scatter")
 
 def _python_slice(op: str, n: int, start: Any, end: Any, step: Any) -> tuple[int, int, int]:
     """Python's slice semantics (bounds clamp): ``(start, step, count)``."""
-    for arg, v in (("start", start), ("end", end), ("step", step)):
-        if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool)):
-            raise TypeError(f"{op_name(op)}: {arg} must be an int or None, got {v!r}")
+    start, end, step = (None if v is None else int_param(op, arg, v)
+                        for arg, v in (("start", start), ("end", end), ("step", step)))
     if step == 0:
         raise ValueError(f"{op_name(op)}: a step of 0 is not allowed")
     s = slice(start, end, step)
@@ -763,9 +771,9 @@ def set_value(x: ArrayLike, value: ArrayLike, *, starts: Any, ends: Any, steps: 
     """
     from .shape import broadcast_to
     x, value = promote("set_value", {"x": x, "value": value}, "any")
-    axes = _int_list("set_value", "axes", axes)
-    starts, ends = _int_list("set_value", "starts", starts), _int_list("set_value", "ends", ends)
-    steps = [1] * len(axes) if steps is None else _int_list("set_value", "steps", steps)
+    axes = int_tuple("set_value", "axes", axes)
+    starts, ends = int_tuple("set_value", "starts", starts), int_tuple("set_value", "ends", ends)
+    steps = (1,) * len(axes) if steps is None else int_tuple("set_value", "steps", steps)
     if not len(starts) == len(ends) == len(steps) == len(axes):
         raise ValueError(f"{op_name('set_value')}: starts, ends, steps and axes must have the "
                          f"same length, got {starts}, {ends}, {steps}, {axes}")
@@ -780,13 +788,6 @@ def set_value(x: ArrayLike, value: ArrayLike, *, starts: Any, ends: Any, steps: 
         raise ValueError(f"{op_name('set_value')}: value with shape {np.shape(value)} does not "
                          f"broadcast to the slice shape {shape}") from None
     return set_value_p.bind(x, value, slices=tuple(slices))
-
-
-def _int_list(op: str, arg: str, v: Any) -> list[int]:
-    vals = [v] if isinstance(v, (int, np.integer)) else list(v)
-    if any(not isinstance(a, (int, np.integer)) or isinstance(a, bool) for a in vals):
-        raise TypeError(f"{op_name(op)}: {arg} must hold ints, got {v!r}")
-    return [int(a) for a in vals]
 
 
 def slice_scatter(x: ArrayLike, src: ArrayLike, *, axis: int = 0, start: int | None = None,
@@ -810,8 +811,8 @@ def _reference_set_value(x: Array, value: Array, *, starts: Any, ends: Any, step
                          axes: Any) -> Array:
     index = [slice(None)] * x.ndim
     steps = [1] * len(list(axes)) if steps is None else list(steps)
-    for a, s, e, st in zip(_int_list("", "", axes), _int_list("", "", starts),
-                           _int_list("", "", ends), steps):
+    for a, s, e, st in zip(int_tuple("", "", axes), int_tuple("", "", starts),
+                           int_tuple("", "", ends), steps):
         index[a] = slice(s, e, st)
     return jnp.asarray(x).at[tuple(index)].set(value)
 

@@ -7,13 +7,14 @@ primitives too: slice <-> pad, select/row_slice -> pad, dynamic_slice <->
 dynamic_update_slice, concatenate <-> split, flip -> flip, tile -> a sum over
 the tiles, repeat -> a sum over the copies, tensor_unfold <-> tensor_fold.
 Integer start indices (dynamic_slice) follow the jax.numpy rule: negative
-ones count from the end, then the start is clipped so the slice fits.
+ones count from the end, then the start is clipped so the slice fits. Starts
+of a dtype narrower than int32 are widened to int32 first (as index arrays
+are in the indexing family), so ``start + n`` cannot wrap around.
 """
 
 from __future__ import annotations
 
 import builtins
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,11 +25,12 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.meta import check_dtype, normalize_axes, normalize_axis, op_name, same_dtype
+from ..core.meta import (check_dtype, int_tuple, normalize_axes, normalize_axis, op_name,
+                         same_dtype)
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._elementwise import as_array, promote
-from .shape import axes_arg
+from .indexing import data_arg, index_arg, vmapped, wide_index
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -36,24 +38,8 @@ FAMILY = "layout"
 
 
 # ------------------------------------------------------------------ helpers
-def _data(op: str, x: Any) -> Any:
-    (x,) = promote(op, {"x": x}, "any")
-    return x
-
-
 def _aval(x: Any, shape: Sequence[int]) -> ShapedArray:
     return ShapedArray(tuple(int(d) for d in shape), x.dtype, weak_type=x.weak_type)
-
-
-def int_tuple(op: str, arg: str, value: Any, n: int | None = None) -> tuple[int, ...]:
-    """A tuple of Python ints (one int is one entry), ``n`` of them if given."""
-    vals = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
-    if any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) for v in vals):
-        raise TypeError(f"{op_name(op)}: {arg} must hold ints, got {value!r}")
-    if n is not None and len(vals) != n:
-        raise ValueError(f"{op_name(op)}: {arg} must have {n} entries (one per axis of x), "
-                         f"got {value!r}")
-    return tuple(int(v) for v in vals)
 
 
 def _nonnegative(op: str, arg: str, vals: Sequence[int]) -> None:
@@ -98,7 +84,7 @@ def slice(x: ArrayLike, *, start: Sequence[int], limit: Sequence[int],  # noqa: 
     Linear; the transpose pads the cotangent with zeros (``pad`` with
     interior padding ``stride - 1`` between the elements).
     """
-    x = _data("slice", x)
+    x = data_arg("slice", "x", x)
     nd = np.ndim(x)
     start = int_tuple("slice", "start", start, nd)
     limit = int_tuple("slice", "limit", limit, nd)
@@ -137,7 +123,7 @@ def select(x: ArrayLike, *, axis: int, index: int) -> Array:
     """``x[..., index, ...]`` at ``axis``, which is removed (aten.select.int).
     ``index`` is a static int; negative counts from the end, out of range is
     an error. Linear; the transpose pads the cotangent back with zeros."""
-    x = _data("select", x)
+    x = data_arg("select", "x", x)
     axis = normalize_axis("select", axis, np.ndim(x))
     if np.ndim(x) == 0:
         raise ValueError(f"{op_name('select')}: x must have at least one axis")
@@ -149,7 +135,7 @@ def row_slice(x: ArrayLike, *, rows: int, cols: int, row_index: int) -> Array:
     """Row ``row_index`` of the ``[rows, cols]`` matrix x (the trainer's
     row_slice; leading batch axes are allowed): shape ``x.shape[:-2] + (cols,)``.
     Linear; the transpose puts the cotangent back in a zero matrix (a pad)."""
-    x = _data("row_slice", x)
+    x = data_arg("row_slice", "x", x)
     rows, cols, row_index = int_tuple("row_slice", "rows, cols, row_index",
                                       (rows, cols, row_index))
     if np.ndim(x) < 2 or tuple(np.shape(x)[-2:]) != (rows, cols):
@@ -181,14 +167,9 @@ def _dynamic_slice_infer_meta(x: Any, starts: Any, *, slice_sizes: tuple[int, ..
     return _aval(x, x.shape[:batch_dims] + slice_sizes)
 
 
-def _vmapped(fn: Any, batch_dims: int) -> Any:
-    for _ in range(batch_dims):
-        fn = jax.vmap(fn)
-    return fn
-
-
 def _starts_list(starts: Array, shape: Sequence[int]) -> list[Array]:
     """One start per axis, negative ones counted from the end (lax clips)."""
+    starts = wide_index(starts)
     return [jnp.where(starts[i] < 0, starts[i] + n, starts[i]) for i, n in enumerate(shape)]
 
 
@@ -196,7 +177,7 @@ def _dynamic_slice_impl(x: Array, starts: Array, *, slice_sizes: tuple[int, ...]
                         batch_dims: int) -> Array:
     def one(x: Array, starts: Array) -> Array:
         return lax.dynamic_slice(x, _starts_list(starts, x.shape), slice_sizes)
-    return _vmapped(one, batch_dims)(x, starts)
+    return vmapped(one, batch_dims)(x, starts)
 
 
 dynamic_slice_p = define_primitive("dynamic_slice", family=FAMILY, operands=("x", "start_indices"),
@@ -220,7 +201,7 @@ def _dynamic_update_slice_impl(x: Array, update: Array, starts: Array, *,
                                batch_dims: int) -> Array:
     def one(x: Array, update: Array, starts: Array) -> Array:
         return lax.dynamic_update_slice(x, update, _starts_list(starts, x.shape))
-    return _vmapped(one, batch_dims)(x, update, starts)
+    return vmapped(one, batch_dims)(x, update, starts)
 
 
 dynamic_update_slice_p = define_primitive(
@@ -232,7 +213,6 @@ dynamic_update_slice_p = define_primitive(
 def _start_indices(op: str, starts: Any, nd: int) -> Any:
     """``start_indices`` as one int array of shape ``(nd,)``: a 1-D integer
     array as is, or a sequence of ints / integer scalars, stacked."""
-    from .indexing import index_arg
     if isinstance(starts, (list, tuple)):
         if len(starts) != nd:
             raise ValueError(f"{op_name(op)}: start_indices needs {nd} entries (one per axis "
@@ -263,7 +243,7 @@ def dynamic_slice(x: ArrayLike, start_indices: Any, *, slice_sizes: Sequence[int
     Linear in x; ``start_indices`` takes no tangent. The transpose is
     ``dynamic_update_slice`` of the cotangent into zeros.
     """
-    x = _data("dynamic_slice", x)
+    x = data_arg("dynamic_slice", "x", x)
     starts = _start_indices("dynamic_slice", start_indices, np.ndim(x))
     sizes = int_tuple("dynamic_slice", "slice_sizes", slice_sizes, np.ndim(x))
     if any(not 0 <= s <= n for s, n in zip(sizes, np.shape(x))):
@@ -367,7 +347,7 @@ def split(x: ArrayLike, *, indices_or_sections: int | Sequence[int], axis: int =
     (which must divide the axis) or the increasing split points in
     ``[0, n]``. Returns a tuple. Linear; the transpose concatenates the
     cotangents (zeros for the unused pieces)."""
-    x = _data("split", x)
+    x = data_arg("split", "x", x)
     if np.ndim(x) == 0:
         raise ValueError(f"{op_name('split')}: cannot split a scalar")
     axis = normalize_axis("split", axis, np.ndim(x))
@@ -470,7 +450,7 @@ def pad(x: ArrayLike, pad_width: Any, *, mode: str = "constant",
     reflect and replicate also fold the mirrored or repeated border cotangents
     back onto the elements they copy.
     """
-    x = _data("pad", x)
+    x = data_arg("pad", "x", x)
     if mode not in PAD_MODES:
         raise ValueError(f"{op_name('pad')}: mode must be one of {PAD_MODES}, got {mode!r}")
     value = as_array("pad", "value", value)
@@ -518,7 +498,7 @@ def tile(x: ArrayLike, *, repeat_times: int | Sequence[int]) -> Array:
     tile_grad and tile_double_grad (= tile) fall out of composition.
     """
     from .shape import reshape
-    x = _data("tile", x)
+    x = data_arg("tile", "x", x)
     reps = int_tuple("tile", "repeat_times", repeat_times)
     _nonnegative("tile", "repeat_times", reps)
     nd = np.ndim(x)
@@ -558,7 +538,7 @@ def repeat(x: ArrayLike, *, repeats: int | Sequence[int], axis: int | None = Non
 
     Linear; the transpose sums the cotangent over the copies of each element.
     """
-    x = _data("repeat", x)
+    x = data_arg("repeat", "x", x)
     if axis is None:
         from .shape import reshape
         x, axis = reshape(x, (-1,)), 0
@@ -592,8 +572,8 @@ flip_p = define_primitive("flip", family=FAMILY, operands=("x",), params=("axes"
 def flip(x: ArrayLike, *, axis: int | Sequence[int] | None) -> Array:
     """x reversed along ``axis`` (an int, a tuple, or None for every axis).
     Linear; its transpose is itself."""
-    x = _data("flip", x)
-    return flip_p.bind(x, axes=axes_arg("flip", axis, np.ndim(x)))
+    x = data_arg("flip", "x", x)
+    return flip_p.bind(x, axes=normalize_axes("flip", axis, np.ndim(x)))
 
 
 # ---------------------------------------------- tensor_unfold / tensor_fold
@@ -643,7 +623,7 @@ def tensor_unfold(x: ArrayLike, *, axis: int, size: int, step: int) -> Array:
 
     Linear; the transpose is ``tensor_fold``, which adds the overlaps back.
     """
-    x = _data("tensor_unfold", x)
+    x = data_arg("tensor_unfold", "x", x)
     axis = normalize_axis("tensor_unfold", axis, np.ndim(x))
     size, step = int_tuple("tensor_unfold", "size, step", (size, step))
     if np.ndim(x) == 0:
@@ -682,7 +662,7 @@ def tensor_fold(y: ArrayLike, *, axis: int, size: int, step: int, length: int) -
     back at ``w * step + k`` along ``axis`` of an array with ``length``
     elements there (overlaps add, uncovered elements are 0). Linear; its
     transpose is ``tensor_unfold``."""
-    y = _data("tensor_fold", y)
+    y = data_arg("tensor_fold", "x", y)
     if np.ndim(y) < 2:
         raise ValueError(f"{op_name('tensor_fold')}: y must have a window axis and a last "
                          f"axis of window elements, got shape {np.shape(y)}")

@@ -21,11 +21,11 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.meta import broadcast_shapes, check_dtype, op_name, same_dtype
+from ..core.meta import (bool_param, broadcast_shapes, check_dtype, choice_param, number_param,
+                         op_name, same_dtype)
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._elementwise import promote
-from ._fused import number_param
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -75,12 +75,6 @@ matmul_p = define_primitive("matmul", family=FAMILY, operands=("x", "y"),
                             infer_meta=_matmul_infer_meta, impl=_matmul_impl)
 
 
-def _flag(op: str, name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{op_name(op)}: {name} must be a bool, got {value!r}")
-    return bool(value)
-
-
 def matmul(x: ArrayLike, y: ArrayLike, *, transpose_x: bool = False,
            transpose_y: bool = False) -> Array:
     """The matrix product ``op(x) @ op(y)`` with numpy's matmul semantics.
@@ -93,8 +87,8 @@ def matmul(x: ArrayLike, y: ArrayLike, *, transpose_x: bool = False,
     back where the operand was transposed), summed over broadcast batch axes.
     """
     x, y = promote("matmul", {"x": x, "y": y}, "numeric")
-    return matmul_p.bind(x, y, transpose_x=_flag("matmul", "transpose_x", transpose_x),
-                         transpose_y=_flag("matmul", "transpose_y", transpose_y))
+    return matmul_p.bind(x, y, transpose_x=bool_param("matmul", "transpose_x", transpose_x),
+                         transpose_y=bool_param("matmul", "transpose_y", transpose_y))
 
 
 # ------------------------------------------- mm, bmm, addmm, linear
@@ -381,9 +375,7 @@ def _fused_gemm_epilogue_infer_meta(x: Any, y: Any, bias: Any, *, trans_x: bool,
         raise ValueError(f"{op_name(op)}: bias must have shape ({shape[-1]},) to add to x @ y "
                          f"with shape {shape}; got bias with shape {tuple(bias.shape)}")
     shape = broadcast_shapes(op, {"bias": bias.shape, "x @ y": shape})
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"{op_name(op)}: activation must be one of {ACTIVATIONS}, got "
-                         f"{activation!r}")
+    choice_param(op, "activation", activation, ACTIVATIONS)
     return ShapedArray(shape, dtype)
 
 
@@ -427,11 +419,9 @@ def fused_gemm_epilogue(x: ArrayLike, y: ArrayLike, bias: ArrayLike, *, trans_x:
     if np.ndim(y) != 2 or np.ndim(bias) != 1:
         raise ValueError(f"{op_name(op)}: y must be 2-D and bias 1-D; got y with shape "
                          f"{np.shape(y)} and bias with shape {np.shape(bias)}")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"{op_name(op)}: activation must be one of {ACTIVATIONS}, got "
-                         f"{activation!r}")
-    return fused_gemm_epilogue_p.bind(x, y, bias, trans_x=_flag(op, "trans_x", trans_x),
-                                      trans_y=_flag(op, "trans_y", trans_y),
+    activation = choice_param(op, "activation", activation, ACTIVATIONS)
+    return fused_gemm_epilogue_p.bind(x, y, bias, trans_x=bool_param(op, "trans_x", trans_x),
+                                      trans_y=bool_param(op, "trans_y", trans_y),
                                       activation=activation)
 
 

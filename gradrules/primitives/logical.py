@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import Primitive
-from ._elementwise import elementwise_op, elementwise_primitive, register_elementwise
+from ._elementwise import define_elementwise
 
 Array = jax.Array
 FAMILY = "logical"
@@ -27,12 +27,9 @@ FAMILY = "logical"
 def _logical(name: str, fn: Callable[..., Array], doc: str, *, kind: str,
              operands: tuple[str, ...] = ("x",), out_dtype: Any = None
              ) -> tuple[Primitive, Callable[..., Array]]:
-    prim = elementwise_primitive(name, fn, family=FAMILY, operands=operands, kind=kind,
-                                 out_dtype=out_dtype)
-    public = elementwise_op(prim, kind=kind, doc=doc + "\n\nNot differentiable: the tangent "
-                            "is a symbolic zero (float0).")
-    register_elementwise(public, prim, fn, nondiff=operands)
-    return prim, public
+    return define_elementwise(name, fn, doc + "\n\nNot differentiable: the tangent is a "
+                              "symbolic zero (float0).", family=FAMILY, kind=kind,
+                              operands=operands, out_dtype=out_dtype, nondiff=operands)
 
 
 XY = ("x", "y")

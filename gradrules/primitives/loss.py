@@ -33,8 +33,9 @@ from ._fused import (acc_dtype, check_like, choice_param, float_array, int_param
 from .arithmetic import divide, multiply
 from .compare import eq, ne, where
 from .convert import convert_element_type
+from .indexing import one_hot as catalog_one_hot
 from .reduction import sum as gr_sum
-from .shape import expand_dims, reshape
+from .shape import reshape
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -83,11 +84,15 @@ def loss_params(op: str, ignore_index: Any, label_smoothing: Any, z_loss: Any) -
 
 
 def one_hot(labels: Any, classes: int, dtype: Any, ignore_index: int) -> Any:
-    """``[labels == c]`` along a new last axis as ``dtype`` (bool or float), 0
-    on ignored tokens (gradrules ops)."""
-    hit = eq(expand_dims(labels, axis=-1), np.arange(classes, dtype=jnp.result_type(labels)))
-    hit = where(expand_dims(ne(labels, ignore_index), axis=-1), hit, False)
-    return hit if np.dtype(dtype) == np.bool_ else convert_element_type(hit, dtype=dtype)
+    """``[labels == c]`` along a new last axis as ``dtype`` (bool or float): the
+    catalog one_hot, whose out-of-range labels give zero rows; ignored tokens
+    (which may carry an in-range ``ignore_index``) are sent out of range first,
+    so they give zero rows too."""
+    ltype = np.dtype(jnp.result_type(labels))
+    outside = np.array(-1 if jnp.issubdtype(ltype, jnp.signedinteger) else np.iinfo(ltype).max,
+                       ltype)
+    kept = where(ne(labels, ignore_index), labels, outside)
+    return catalog_one_hot(kept, num_classes=classes, dtype=dtype)
 
 
 def reduce_loss(op: str, loss: Any, labels: Any, ignore_index: int, reduction: str,

@@ -22,12 +22,12 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray
-from ..core.meta import broadcast_shapes, check_dtype, op_name
+from ..core.meta import bool_param, broadcast_shapes, check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._elementwise import promote
 from ._fused import (acc_dtype, check_like, choice_param, eps_param, float_array, int_param,
-                     kernel_param, number_param, upcast, xla_lowering)
+                     kernel_param, number_param, sum_to, upcast, xla_lowering)
 from .shape import reshape
 
 Array = jax.Array
@@ -56,28 +56,30 @@ def _rows_meta(op: str, x: Any) -> ShapedArray:
     return ShapedArray(x.shape[:-1], acc_dtype(x.dtype))
 
 
-def sum_to(x: Array, shape: tuple[int, ...]) -> Array:
-    """Sum ``x`` down to ``shape`` (the transpose of broadcasting; jax.numpy)."""
-    lead = x.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
-                                      if d == 1 and x.shape[lead + i] != 1)
-    return jnp.sum(x, axes, keepdims=True).reshape(shape) if axes else x
-
-
 def _mean(x: Array) -> Array:
     return jnp.mean(x, -1, keepdims=True)
 
 
-def _affine_arg(op: str, name: str, a: Any, x: Any, fill: float) -> Any:
-    """A per-channel vector of shape (x.shape[-1],); ``fill`` when None."""
-    d = np.shape(x)[-1]
+def _channel_vector(op: str, name: str, a: Any, x: Any, axis: int, fill: float | None,
+                    what: str) -> Any:
+    """A per-channel vector of shape ``(x.shape[axis],)`` (``what`` says which
+    axis that is, in the error); ``fill`` everywhere when None, and a
+    TypeError when None has no ``fill`` (a required argument)."""
+    c = np.shape(x)[axis]
     if a is None:
-        return np.full((d,), fill, jnp.result_type(x))
+        if fill is None:
+            raise TypeError(f"{op_name(op)}: {name} is required")
+        return np.full((c,), fill, jnp.result_type(x))
     a = float_array(op, name, a)
-    if np.shape(a) != (d,):
-        raise ValueError(f"{op_name(op)}: {name} must have shape ({d},) (x.shape[-1]), got "
+    if np.shape(a) != (c,):
+        raise ValueError(f"{op_name(op)}: {name} must have shape ({c},) ({what}), got "
                          f"{np.shape(a)}")
     return a
+
+
+def _affine_arg(op: str, name: str, a: Any, x: Any, fill: float) -> Any:
+    """A per-channel vector of shape (x.shape[-1],); ``fill`` when None."""
+    return _channel_vector(op, name, a, x, -1, fill, "x.shape[-1]")
 
 
 def _rows_arg(op: str, x: Any) -> Any:
@@ -325,14 +327,8 @@ group_norm_p = define_primitive("group_norm", family=FAMILY, operands=("x", "wei
 
 def _channel_arg(op: str, name: str, a: Any, x: Any, fill: float) -> Any:
     """A per-channel vector (C,) laid out as (C, 1, ..., 1) against [N, C, ...]."""
-    c = np.shape(x)[1]
-    if a is None:
-        a = np.full((c,), fill, jnp.result_type(x))
-    a = float_array(op, name, a)
-    if np.shape(a) != (c,):
-        raise ValueError(f"{op_name(op)}: {name} must have shape ({c},) (x.shape[1], the "
-                         f"channels), got {np.shape(a)}")
-    return reshape(a, (c,) + (1,) * (np.ndim(x) - 2))
+    a = _channel_vector(op, name, a, x, 1, fill, "x.shape[1], the channels")
+    return reshape(a, np.shape(a) + (1,) * (np.ndim(x) - 2))
 
 
 def group_norm(x: ArrayLike, weight: ArrayLike | None = None, bias: ArrayLike | None = None, *,
@@ -450,8 +446,7 @@ def batch_norm(x: ArrayLike, running_mean: ArrayLike, running_var: ArrayLike,
     Paddle's batch_norm_grad and batch_norm_double_grad come out of it.
     """
     op = "batch_norm"
-    if not isinstance(training, (bool, np.bool_)):
-        raise TypeError(f"{op_name(op)}: training must be a bool, got {training!r}")
+    training = bool_param(op, "training", training)
     eps = eps_param(op, eps)
     momentum = number_param(op, "momentum", momentum, lo=0.0, hi=1.0)
     data_format = choice_param(op, "data_format", data_format, ("NCHW", "NHWC"))
@@ -459,19 +454,14 @@ def batch_norm(x: ArrayLike, running_mean: ArrayLike, running_var: ArrayLike,
     if np.ndim(x) < 2:
         raise ValueError(f"{op_name(op)}: x must have a batch and a channel axis, got shape "
                          f"{np.shape(x)}")
-    c = np.shape(x)[channel_axis(np.ndim(x), data_format)]
-    stats = {}
-    for name, a, fill in (("running_mean", running_mean, None), ("running_var", running_var, None),
-                          ("weight", weight, 1.0), ("bias", bias, 0.0)):
-        if a is None and fill is None:
-            raise TypeError(f"{op_name(op)}: {name} is required")
-        a = np.full((c,), fill, jnp.result_type(x)) if a is None else float_array(op, name, a)
-        if np.shape(a) != (c,):
-            raise ValueError(f"{op_name(op)}: {name} must have shape ({c},) (the channels of x "
-                             f"with shape {np.shape(x)}, {data_format}), got {np.shape(a)}")
-        stats[name] = a
+    ch = channel_axis(np.ndim(x), data_format)
+    what = f"the channels of x with shape {np.shape(x)}, {data_format}"
+    stats = {name: _channel_vector(op, name, a, x, ch, fill, what)
+             for name, a, fill in (("running_mean", running_mean, None),
+                                   ("running_var", running_var, None),
+                                   ("weight", weight, 1.0), ("bias", bias, 0.0))}
     args = _promote_all(op, {"x": x, **stats})
-    out, new_mean, new_var = batch_norm_p.bind(*args, training=bool(training),
+    out, new_mean, new_var = batch_norm_p.bind(*args, training=training,
                                                momentum=momentum, eps=eps,
                                                data_format=data_format)
     return out, new_mean, new_var

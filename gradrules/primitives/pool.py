@@ -3,8 +3,8 @@ last two axes, see ``resample.separable_primitive``) and max_pool2d, which
 returns the values and the flat index (h * W + w) of each window's maximum.
 
 max_pool2d's tangent is the input tangent gathered at those indices
-(``window_gather_p``), whose transpose is a scatter-add into the input
-(``window_scatter_add_p``); the two are each other's transposes.
+(``take_along_axis`` on the flattened H * W axis), whose transpose is a
+scatter-add into the input (``scatter_add``); see ``rules/pool.py``.
 """
 
 from __future__ import annotations
@@ -192,51 +192,6 @@ def max_pool2d(x: ArrayLike, *, kernel_size: int | Sequence[int],
                                                        stride, padding)))  # type: ignore
 
 
-# ----------------------------------------- window_gather / window_scatter_add
-def _gather_infer_meta(x: Any, index: Any) -> ShapedArray:
-    check_dtype("window_gather", "index", index.dtype, "int")
-    if len(x.shape) < 2 or tuple(x.shape[:-2]) != tuple(index.shape[:-2]):
-        raise ValueError(f"{op_name('window_gather')}: x [..., H, W] and index [..., oh, ow] "
-                         f"must share leading axes; got {tuple(x.shape)} and "
-                         f"{tuple(index.shape)}")
-    return ShapedArray(tuple(index.shape), x.dtype)
-
-
-def _gather_impl(x: Array, index: Array) -> Array:
-    lead, (h, w) = x.shape[:-2], x.shape[-2:]
-    n_out = index.shape[-2] * index.shape[-1]
-    flat = jnp.take_along_axis(x.reshape(*lead, h * w),
-                               index.reshape(*lead, n_out).astype(jnp.int32), axis=-1)
-    return flat.reshape(index.shape)
-
-
-window_gather_p = define_primitive("window_gather", family=FAMILY, operands=("x", "index"),
-                                   infer_meta=_gather_infer_meta, impl=_gather_impl)
-
-
-def _scatter_infer_meta(src: Any, index: Any, *, size: tuple[int, int]) -> ShapedArray:
-    check_dtype("window_scatter_add", "index", index.dtype, "int")
-    if tuple(src.shape) != tuple(index.shape):
-        raise ValueError(f"{op_name('window_scatter_add')}: src and index shapes differ: "
-                         f"{tuple(src.shape)} and {tuple(index.shape)}")
-    return ShapedArray(tuple(src.shape[:-2]) + tuple(size), src.dtype)
-
-
-def _scatter_impl(src: Array, index: Array, *, size: tuple[int, int]) -> Array:
-    lead = src.shape[:-2]
-    n = int(np.prod(lead, dtype=int))
-    m = src.shape[-2] * src.shape[-1]
-    flat_src, flat_idx = src.reshape(n, m), index.reshape(n, m).astype(jnp.int32)
-    out = jnp.zeros((n, size[0] * size[1]), src.dtype)
-    out = out.at[jnp.arange(n)[:, None], flat_idx].add(flat_src)
-    return out.reshape(*lead, *size)
-
-
-window_scatter_add_p = define_primitive("window_scatter_add", family=FAMILY,
-                                        operands=("src", "index"), params=("size",),
-                                        infer_meta=_scatter_infer_meta, impl=_scatter_impl)
-
-
 # ---------------------------------------------------------------- registry
 def _reference_params(x: Array, kernel_size: Any, stride: Any, padding: Any) -> tuple:
     p = _window_params("reference", np.shape(x), kernel_size, stride, padding)
@@ -274,6 +229,5 @@ register_op(OpDef("avg_pool2d", FAMILY, avg_pool2d, (avg_pool2d_p,), _avg_pool2d
                   ("x",), linear=(("x",),)))
 register_op(OpDef("adaptive_avg_pool2d", FAMILY, adaptive_avg_pool2d, (adaptive_avg_pool2d_p,),
                   _adaptive_avg_pool2d_reference, ("x",), linear=(("x",),)))
-register_op(OpDef("max_pool2d", FAMILY, max_pool2d,
-                  (max_pool2d_p, window_gather_p, window_scatter_add_p),
-                  _max_pool2d_reference, ("x",)))
+register_op(OpDef("max_pool2d", FAMILY, max_pool2d, (max_pool2d_p,), _max_pool2d_reference,
+                  ("x",)))

@@ -108,7 +108,13 @@ def dropout(key: ArrayLike, x: ArrayLike, *, rate: float) -> Array:
 
 
 def _dropout_reference(key: ArrayLike, x: ArrayLike, *, rate: float) -> Array:
-    return _dropout_one(jnp.asarray(key), jnp.asarray(x), rate)
+    """Inverted dropout written out: x scaled by 1 / (1 - rate) where
+    ``jax.random.bernoulli(key, 1 - rate, x.shape)`` is True, else 0."""
+    x = jnp.asarray(x)
+    if rate == 1.0:
+        return jnp.zeros_like(x)
+    keep = jax.random.bernoulli(jnp.asarray(key), 1.0 - rate, x.shape)
+    return jnp.where(keep, x * (1.0 / (1.0 - rate)), jnp.zeros((), x.dtype))
 
 
 # ---------------------------------------------------------------- samplers
@@ -208,12 +214,12 @@ def _uniform_reference(key: ArrayLike, shape: Sequence[int] = (), *, dtype: Any 
 
 def _normal_reference(key: ArrayLike, shape: Sequence[int] = (), *, dtype: Any = jnp.float32,
                       mean: float = 0.0, std: float = 1.0) -> Array:
-    return _normal_one(jnp.asarray(key), tuple(shape), dtype, mean=mean, std=std)
+    return mean + std * jax.random.normal(jnp.asarray(key), tuple(shape), dtype)
 
 
 def _exponential_reference(key: ArrayLike, shape: Sequence[int] = (), *,
                            dtype: Any = jnp.float32, lam: float = 1.0) -> Array:
-    return _exponential_one(jnp.asarray(key), tuple(shape), dtype, lam=lam)
+    return jax.random.exponential(jnp.asarray(key), tuple(shape), dtype) / lam
 
 
 register_op(OpDef("dropout", FAMILY, dropout, (dropout_p,), _dropout_reference, ("key", "x"),

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import Primitive, ShapedArray
-from ..core.meta import check_dtype, normalize_axes, op_name
+from ..core.meta import bool_param, check_dtype, normalize_axes, number_param, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 
@@ -68,8 +68,7 @@ def reduction_args(op: str, x: Any, axis: Axis, keepdims: bool, kind: str) -> tu
     """Validate a reduction call; returns the array and the primitive params."""
     from ._elementwise import promote
     (x,) = promote(op, {"x": x}, kind)
-    if not isinstance(keepdims, bool):
-        raise TypeError(f"gradrules.{op}: keepdims must be a bool, got {keepdims!r}")
+    keepdims = bool_param(op, "keepdims", keepdims)
     if axis is not None and not isinstance(axis, (int, np.integer, tuple, list)):
         raise TypeError(f"gradrules.{op}: axis must be None, an int or a tuple of ints, "
                         f"got {axis!r}")
@@ -102,21 +101,14 @@ def _register(fn: Callable[..., Array], prims: tuple[Primitive, ...],
 
 
 # -------------------------------------------------------------------- sum
+def _sum_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
+    return jnp.sum(x, axes, dtype=x.dtype, keepdims=keepdims)
+
+
 sum_p = define_primitive("sum", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
-                         infer_meta=reduction_meta("sum", "numeric"),
-                         impl=lambda x, *, axes, keepdims: jnp.sum(x, axes, dtype=x.dtype, keepdims=keepdims))
-
-
-def sum(x: ArrayLike, *, axis: Axis = None, keepdims: bool = False) -> Array:  # noqa: A001
-    """``sum_{i in axis} x_i``. Linear; its transpose broadcasts the cotangent
-    back over the reduced axes."""
-    x, params = reduction_args("sum", x, axis, keepdims, "numeric")
-    return sum_p.bind(x, **params)
-
-
-register_op(OpDef("sum", FAMILY, sum, (sum_p,),
-                  lambda x, *, axis=None, keepdims=False: jnp.sum(x, axis, keepdims=keepdims),
-                  ("x",), linear=(("x",),)))
+                         infer_meta=reduction_meta("sum", "numeric"), impl=_sum_impl)
+sum = _reduction_op(sum_p, "numeric", """``sum_{i in axis} x_i``. Linear; its transpose
+broadcasts the cotangent back over the reduced axes.""")  # noqa: A001
 
 
 # ------------------------------------------------------------------- mean
@@ -179,13 +171,7 @@ amin = min
 # ----------------------------------------------------------- var / std
 def correction_param(op: str, correction: Any) -> float:
     """Validate ``correction`` (the ddof): a finite number >= 0."""
-    if isinstance(correction, bool) or not isinstance(
-            correction, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{op_name(op)}: correction must be a number, got {correction!r}")
-    if not np.isfinite(correction) or correction < 0:
-        raise ValueError(f"{op_name(op)}: correction must be finite and >= 0, "
-                         f"got {correction!r}")
-    return float(correction)
+    return number_param(op, "correction", correction, lo=0.0)
 
 
 def _moment_meta(op: str, outputs: int) -> Any:
@@ -305,6 +291,7 @@ def _var_mean_reference(x: ArrayLike, *, axis: Axis = None, correction: float = 
             jnp.mean(x, axis, keepdims=keepdims))
 
 
+_register(sum, (sum_p,), _reduction_reference(jnp.sum), linear=(("x",),))
 _register(mean, (mean_p,), _reduction_reference(jnp.mean), linear=(("x",),))
 _register(prod, (prod_p,), _reduction_reference(jnp.prod))
 _register(max, (max_p,), _reduction_reference(jnp.max), aliases=("amax",))

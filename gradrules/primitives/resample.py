@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import Primitive, ShapedArray
-from ..core.meta import check_dtype, op_name, same_dtype
+from ..core.meta import bool_param, check_dtype, int_param, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._elementwise import promote
@@ -128,8 +128,7 @@ def _upsample_params(op: str, shape: tuple[int, ...], size: Any, scale_factor: A
                      method: Any, align_corners: Any) -> dict[str, Any]:
     if method not in METHODS:
         raise ValueError(f"{op_name(op)}: method must be one of {METHODS}, got {method!r}")
-    if not isinstance(align_corners, bool):
-        raise TypeError(f"{op_name(op)}: align_corners must be a bool, got {align_corners!r}")
+    align_corners = bool_param(op, "align_corners", align_corners)
     if align_corners and method == "nearest":
         raise ValueError(f"{op_name(op)}: align_corners=True needs method='bilinear'")
     if (size is None) == (scale_factor is None):
@@ -219,27 +218,21 @@ pixel_unshuffle_p = define_primitive("pixel_unshuffle", family=FAMILY, operands=
                                      impl=_pixel_unshuffle_impl)
 
 
-def _factor(op: str, name: str, v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"{op_name(op)}: {name} must be a positive int, got {v!r}")
-    return int(v)
-
-
 def pixel_shuffle(x: ArrayLike, *, upscale_factor: int) -> Array:
     """[..., C r^2, H, W] -> [..., C, H r, W r] (torch's pixel_shuffle):
     ``out[c, h r + i, w r + j] = x[c r^2 + i r + j, h, w]``. A permutation,
     so linear; its transpose is pixel_unshuffle."""
     (x,) = promote("pixel_shuffle", {"x": x}, "any")
-    return pixel_shuffle_p.bind(x, factor=_factor("pixel_shuffle", "upscale_factor",
-                                                  upscale_factor))
+    return pixel_shuffle_p.bind(x, factor=int_param("pixel_shuffle", "upscale_factor",
+                                                    upscale_factor, lo=1))
 
 
 def pixel_unshuffle(x: ArrayLike, *, downscale_factor: int) -> Array:
     """[..., C, H r, W r] -> [..., C r^2, H, W], the inverse of pixel_shuffle
     (and its transpose)."""
     (x,) = promote("pixel_unshuffle", {"x": x}, "any")
-    return pixel_unshuffle_p.bind(x, factor=_factor("pixel_unshuffle", "downscale_factor",
-                                                    downscale_factor))
+    return pixel_unshuffle_p.bind(x, factor=int_param("pixel_unshuffle", "downscale_factor",
+                                                      downscale_factor, lo=1))
 
 
 # ------------------------------------------------------ unpatchify / patchify
@@ -294,7 +287,7 @@ patchify_p = define_primitive("patchify", family=FAMILY, operands=("x",), params
 
 
 def _patch_params(op: str, **kw: Any) -> dict[str, int]:
-    return {k: _factor(op, k, v) for k, v in kw.items()}
+    return {k: int_param(op, k, v, lo=1) for k, v in kw.items()}
 
 
 def unpatchify(tokens: ArrayLike, *, grid_h: int, grid_w: int, patch_size: int,
@@ -405,9 +398,8 @@ def grid_sample2d(x: ArrayLike, grid: ArrayLike, *, align_corners: bool = False)
     """
     op = "grid_sample2d"
     x, grid = promote(op, {"x": x, "grid": grid}, "float")
-    if not isinstance(align_corners, bool):
-        raise TypeError(f"{op_name(op)}: align_corners must be a bool, got {align_corners!r}")
-    return grid_sample2d_p.bind(x, grid, derivative=(0, 0), align_corners=align_corners)
+    return grid_sample2d_p.bind(x, grid, derivative=(0, 0),
+                                align_corners=bool_param(op, "align_corners", align_corners))
 
 
 # ---------------------------------------------------------------- registry

@@ -88,9 +88,7 @@ def rope(x: ArrayLike, *, positions: ArrayLike | None = None, start_pos: int = 0
     if np.ndim(x) != 4:
         raise ValueError(f"{op_name(_OP)}: argument x must be [batch, seq, heads, head_dim], "
                          f"got shape {np.shape(x)}")
-    theta = number_param(_OP, "theta", theta)
-    if theta <= 0:
-        raise ValueError(f"{op_name(_OP)}: theta must be > 0, got {theta}")
+    theta = number_param(_OP, "theta", theta, gt=0.0)
     start_pos = int_param(_OP, "start_pos", start_pos)
     if positions is None:
         positions = np.arange(start_pos, start_pos + np.shape(x)[1], dtype=np.int32)

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.meta import check_dtype, normalize_axes, normalize_axis, op_name
+from ..core.meta import check_dtype, int_tuple, normalize_axes, normalize_axis, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 
@@ -26,23 +26,6 @@ FAMILY = "shape"
 def _aval_like(op: str, x: Any, shape: tuple[int, ...]) -> ShapedArray:
     check_dtype(op, "x", x.dtype, "any")
     return ShapedArray(tuple(shape), x.dtype, weak_type=x.weak_type)
-
-
-def _as_shape(op: str, shape: Any) -> tuple[int, ...]:
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    for d in shape:
-        if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
-            raise TypeError(f"{op_name(op)}: shape {shape} must hold ints")
-    return tuple(int(d) for d in shape)
-
-
-def axes_arg(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
-    """``None | int | sequence of ints`` -> sorted non-negative axes (a
-    TypeError naming the op for anything else)."""
-    if axis is not None and not isinstance(axis, (int, np.integer, tuple, list)):
-        raise TypeError(f"{op_name(op)}: axis must be None, an int or a tuple of ints, "
-                        f"got {axis!r}")
-    return normalize_axes(op, axis, ndim)
 
 
 def _array(op: str, x: Any) -> Any:
@@ -67,7 +50,7 @@ reshape_p = define_primitive("reshape", family=FAMILY, operands=("x",), params=(
 def reshape(x: ArrayLike, shape: Sequence[int] | int) -> Array:
     """``x`` with a new shape of the same size (row-major); one dim may be -1."""
     x = _array("reshape", x)
-    shape = _as_shape("reshape", shape)
+    shape = int_tuple("reshape", "shape", shape)
     size = math.prod(np.shape(x))
     if shape.count(-1) > 1 or any(d < -1 for d in shape):
         raise ValueError(f"{op_name('reshape')}: invalid shape {shape}")
@@ -145,8 +128,9 @@ def broadcast_in_dim(x: ArrayLike, shape: Sequence[int],
                      broadcast_dimensions: Sequence[int]) -> Array:
     """XLA's BroadcastInDim: axis i of x becomes axis ``broadcast_dimensions[i]``."""
     x = _array("broadcast_in_dim", x)
-    return broadcast_in_dim_p.bind(x, shape=_as_shape("broadcast_in_dim", shape),
-                                   broadcast_dimensions=_as_shape("broadcast_in_dim",
+    return broadcast_in_dim_p.bind(x, shape=int_tuple("broadcast_in_dim", "shape", shape),
+                                   broadcast_dimensions=int_tuple("broadcast_in_dim",
+                                                                  "broadcast_dimensions",
                                                                   broadcast_dimensions))
 
 
@@ -168,7 +152,7 @@ broadcast_to_p = define_primitive("broadcast_to", family=FAMILY, operands=("x",)
 def broadcast_to(x: ArrayLike, shape: Sequence[int]) -> Array:
     """Numpy broadcasting of ``x`` to ``shape``. Its transpose sums the copies."""
     x = _array("broadcast_to", x)
-    shape = _as_shape("broadcast_to", shape)
+    shape = int_tuple("broadcast_to", "shape", shape)
     if tuple(np.shape(x)) == shape:
         return x
     return broadcast_to_p.bind(x, shape=shape)
@@ -191,7 +175,7 @@ def expand_dims(x: ArrayLike, *, axis: int | Sequence[int]) -> Array:
     """Insert size-1 axes at ``axis`` (positions in the result, as numpy)."""
     x = _array("expand_dims", x)
     n = len(axis) if isinstance(axis, (tuple, list)) else 1
-    axes = axes_arg("expand_dims", axis, np.ndim(x) + n)
+    axes = normalize_axes("expand_dims", axis, np.ndim(x) + n)
     return expand_dims_p.bind(x, axes=axes)
 
 
@@ -219,7 +203,7 @@ def squeeze(x: ArrayLike, *, axis: int | Sequence[int] | None = None) -> Array:
     if axis is None:
         axes = tuple(i for i, d in enumerate(shape) if d == 1)
     else:
-        axes = axes_arg("squeeze", axis, len(shape))
+        axes = normalize_axes("squeeze", axis, len(shape))
     return squeeze_p.bind(x, axes=axes)
 
 

@@ -11,8 +11,7 @@ zeta's derivative in q is zeta again, so every order is made of these ops.
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import numpy as np
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -20,24 +19,18 @@ import jax.scipy.special as jsp
 from jax import lax
 
 from .._jax import Primitive
-from ..core.meta import op_name
+from ..core.meta import int_param
 from ..core.registry import OpDef, register_op
-from ._elementwise import elementwise_op, elementwise_primitive, promote, register_elementwise
+from ._elementwise import define_elementwise, elementwise_primitive, promote
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
 FAMILY = "special"
 
-
-def _special(name: str, impl: Callable[..., Array], doc: str, *,
-             operands: tuple[str, ...] = ("x",), reference: Callable[..., Array] | None = None,
-             not_implemented: tuple[str, ...] = ()) -> tuple[Primitive, Callable[..., Array]]:
-    """A parameter-free float-only special function: primitive, public function
-    and manifest entry."""
-    prim = elementwise_primitive(name, impl, family=FAMILY, operands=operands, kind="float")
-    fn = elementwise_op(prim, kind="float", doc=doc)
-    register_elementwise(fn, prim, reference or impl, not_implemented=not_implemented)
-    return prim, fn
+# a parameter-free float-only special function: primitive, public function
+# and manifest entry
+_special: Callable[..., tuple[Primitive, Callable[..., Array]]] = partial(define_elementwise,
+                                                                          family=FAMILY)
 
 
 erf_p, erf = _special("erf", lax.erf, """The error function 2/sqrt(pi) int_0^x exp(-t**2) dt.
@@ -65,9 +58,10 @@ d/dx = bessel_i1e(x) - sign(x) * bessel_i0e(x) (0 at x == 0).""", reference=jsp.
 bessel_i1e_p, bessel_i1e = _special("bessel_i1e", lax.bessel_i1e, """The exponentially
 scaled modified Bessel function of order 1: exp(-|x|) I1(x).
 
-d/dx = bessel_i0e(x) - bessel_i1e(x) * (sign(x) + 1/x), with the limit 1/2 for
-|x| <= eps of the dtype (x == 0 included), selected by a double where so that
-no NaN or inf appears at 0 in any order.""", reference=jsp.i1e)
+d/dx = bessel_i0e(x) - bessel_i1e(x) * (sign(x) + 1/x) for |x| > eps**(1/8) of
+the dtype, and its Taylor series in (x**2, |x|) below, where the formula's
+higher derivatives cancel (exact at every order; at 0 the mean of the
+one-sided limits); a double where keeps NaN and inf out of both branches.""", reference=jsp.i1e)
 zeta_p, zeta = _special("zeta", jsp.zeta, """The Hurwitz zeta function
 sum_{k >= 0} (k + q)**-x, for x > 1 and q > 0; x and q broadcast.
 
@@ -91,13 +85,9 @@ def polygamma(n: int, x: ArrayLike) -> Array:
 
     d/dx = polygamma(n + 1, x).
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"{op_name('polygamma')}: argument n must be a non-negative Python "
-                        f"int (a static order), got {n!r}")
-    if n < 0:
-        raise ValueError(f"{op_name('polygamma')}: argument n must be non-negative, got {n}")
+    n = int_param("polygamma", "argument n", n, lo=0)
     (x,) = promote("polygamma", {"x": x}, "float")
-    return polygamma_p.bind(x, n=int(n))
+    return polygamma_p.bind(x, n=n)
 
 
 def _polygamma_reference(n: int, x: ArrayLike) -> Array:

@@ -8,25 +8,20 @@ uses (see ``gradrules/rules/unary.py``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 from .._jax import Primitive
-from ._elementwise import elementwise_op, elementwise_primitive, register_elementwise
+from ._elementwise import define_elementwise
 
 Array = jax.Array
 FAMILY = "unary"
 
-
-def _unary(name: str, impl: Callable[..., Array], doc: str, *, kind: str = "float",
-           reference: Callable[..., Array] | None = None
-           ) -> tuple[Primitive, Callable[..., Array]]:
-    prim = elementwise_primitive(name, impl, family=FAMILY, kind=kind)
-    fn = elementwise_op(prim, kind=kind, doc=doc)
-    register_elementwise(fn, prim, reference or impl)
-    return prim, fn
+_unary: Callable[..., tuple[Primitive, Callable[..., Array]]] = partial(define_elementwise,
+                                                                        family=FAMILY)
 
 
 abs_p, abs = _unary("abs", jnp.abs, "|x|. d/dx = sign(x), with abs'(0) = 0 (as the core IR).",

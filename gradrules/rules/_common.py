@@ -1,11 +1,17 @@
 """Building blocks shared by the rules of every family.
 
-* ``chain_rule(*partials)``: the JVP of an elementwise op from named partial
-  derivative functions, ``t_out = sum_i t_i * d_i(*primals, out, **params)``.
-* ``linear_jvp``: the JVP of a primitive linear in all its operands (it binds
-  itself on the tangents).
-* ``unbroadcast``: the transpose of numpy broadcasting (sum, then reshape).
-* ``broadcasting_batch``: the batching rule of every elementwise primitive.
+* JVPs: ``chain_rule(*partials)`` (elementwise ops from named partial
+  derivatives, ``t_out = sum_i t_i * d_i(*primals, out, **params)``),
+  ``register_elementwise_rules``, ``linear_jvp`` / ``linear_jvp_in`` (bind
+  the primitive on the tangents of the operands it is linear in),
+  ``multilinear_jvp`` (one tangent at a time), ``selection_jvp`` (values
+  picked by indices).
+* Transposes: ``unbroadcast`` (the transpose of numpy broadcasting).
+* Batching: ``broadcasting_batch`` (elementwise), ``unary_batch``,
+  ``front_batch`` / ``shifted_front_batch`` (batch axes to the front, bind
+  once), ``reshape_axis_into`` / ``reshape_axis_out_of`` (fold a batch axis
+  into another axis and back).
+* Arrays: ``zeros``, ``full``, ``indicator``, ``instantiate``.
 
 All of them are written with gradrules primitives, so the jaxprs they produce
 stay inside the catalog.
@@ -21,17 +27,19 @@ import numpy as np
 
 from .. import _jax
 from .._jax import Primitive, aval_of, is_zero
+from ..core.primitive import register_rules
+from ..core.registry import NOT_LINEAR, PRIMITIVES
+from ..primitives.convert import convert_element_type
 from ..primitives.reduction import sum_p
-from ..primitives.shape import (broadcast_to_p, expand_dims_p, moveaxis, reshape_p)
+from ..primitives.shape import (broadcast_to_p, expand_dims_p, moveaxis, reshape_p,
+                                transpose_p)
 
 Partial = Callable[..., Any]
 
 
 def zeros(shape: Sequence[int], dtype: Any) -> Any:
     """An array of zeros made of catalog primitives (a broadcast literal)."""
-    shape = tuple(shape)
-    z = np.zeros((), dtype)
-    return broadcast_to_p.bind(z, shape=shape) if shape else z
+    return full(shape, 0, dtype)
 
 
 def instantiate(t: Any, like: Any) -> Any:
@@ -86,13 +94,20 @@ def chain_rule(prim: Primitive, *partials: Partial | None) -> Callable[..., Any]
 def linear_jvp(prim: Primitive, primals: Sequence[Any], tangents: Sequence[Any],
                **params: Any) -> Any:
     """JVP of a primitive linear in every operand: bind it on the tangents."""
-    out = prim.bind(*primals, **params)
-    if all(is_zero(t) for t in tangents):
-        if prim.multiple_results:
-            return out, [_jax.zero_tangent(o) for o in out]
-        return out, _jax.zero_tangent(out)
-    ts = [instantiate(t, p) for t, p in zip(tangents, primals)]
-    return out, prim.bind(*ts, **params)
+    return linear_jvp_in(prim, range(len(primals)), primals, tangents, **params)
+
+
+def selection_jvp(prim: Primitive, gather: Callable[..., Any], primals: Sequence[Any],
+                  tangents: Sequence[Any], **params: Any) -> Any:
+    """JVP of a one-operand primitive ``(values, indices) = prim(x)`` whose
+    values are elements of x picked by the indices (sort, topk, max_pool2d):
+    ``t_values = gather(t_x, indices, **params)``, a gather linear in ``t_x``
+    (its transpose is the gather's own, a scatter-add); the indices take no
+    tangent. A symbolic-zero ``t_x`` gives a symbolic-zero ``t_values``."""
+    (x,), (t,) = primals, tangents
+    values, indices = prim.bind(x, **params)
+    t_values = _jax.zero_tangent(values) if is_zero(t) else gather(t, indices, **params)
+    return [values, indices], [t_values, _jax.zero_tangent(indices)]
 
 
 def unbroadcast(ct: Any, aval: Any) -> Any:
@@ -153,3 +168,112 @@ def unary_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None]
     of its single operand in place): the batch axis passes through."""
     (x,), (d,) = args, dims
     return prim.bind(x, **params), d
+
+
+def multilinear_jvp(prim: Primitive, primals: Sequence[Any], tangents: Sequence[Any],
+                    **params: Any) -> Any:
+    """The JVP of a primitive linear in each operand separately (matmul,
+    einsum, convolution): t_out = sum_i prim(..., t_i, ...), the primitive
+    with one tangent in place."""
+    out = prim.bind(*primals, **params)
+    t: Any = _jax.zero_tangent(out)
+    for i, ti in enumerate(tangents):
+        if is_zero(ti):
+            continue
+        ops = list(primals)
+        ops[i] = ti
+        t = add_tangents(t, prim.bind(*ops, **params))
+    return out, t
+
+
+def to_front(args: Sequence[Any], dims: Sequence[int | None]) -> list[Any]:
+    """Batch axes to the front; unbatched operands broadcast along a new one."""
+    size = batch_size(args, dims)
+    return [bdim_to_front(a, d, size) for a, d in zip(args, dims)]
+
+
+def shifted_front_batch(prim: Primitive, shift: tuple[str, ...], args: Sequence[Any],
+                        dims: Sequence[int | None], **params: Any) -> tuple[Any, Any]:
+    """Batching of a primitive whose operands share their leading axes: all
+    batch axes to the front (unbatched operands broadcast), the integer params
+    named in ``shift`` (axis numbers) moved up by one, bound once."""
+    params = {k: v + 1 if k in shift else v for k, v in params.items()}
+    out = prim.bind(*to_front(args, dims), **params)
+    return out, ([0] * len(out) if prim.multiple_results else 0)
+
+
+def front_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None],
+                **params: Any) -> tuple[Any, Any]:
+    """``shifted_front_batch`` with no axis params: leading axes map through."""
+    return shifted_front_batch(prim, (), args, dims, **params)
+
+
+def reshape_axis_into(src: int, dst: int, x: Any) -> Any:
+    """Merge axis ``src`` into axis ``dst`` (numbered after ``src`` is removed),
+    ``src`` becoming the major part (JAX's _reshape_axis_into)."""
+    shape = list(np.shape(x))
+    perm = [i for i in range(len(shape)) if i != src]
+    perm.insert(dst, src)
+    if perm != list(range(len(shape))):
+        x = transpose_p.bind(x, permutation=tuple(perm))
+    new = [d for i, d in enumerate(shape) if i != src]
+    new[dst] *= shape[src]
+    return reshape_p.bind(x, new_sizes=tuple(new))
+
+
+def reshape_axis_out_of(src: int, size1: int, x: Any, size2: int | None = None) -> Any:
+    """Split axis ``src`` into (size1, size2) (JAX's _reshape_axis_out_of);
+    ``size2`` defaults to the rest, and must be given when size1 may be 0."""
+    shape = list(np.shape(x))
+    shape[src:src + 1] = [size1, shape[src] // size1 if size2 is None else size2]
+    return reshape_p.bind(x, new_sizes=tuple(shape))
+
+
+def linear_jvp_in(prim: Primitive, positions: Sequence[int], primals: Sequence[Any],
+                  tangents: Sequence[Any], **params: Any) -> Any:
+    """JVP of a primitive linear in the operands at ``positions`` jointly (the
+    others, e.g. integer indices, take no tangent): bind it on their tangents
+    (zeros where symbolic) with the other operands' primal values. All of
+    them symbolic zeros: a symbolic-zero result."""
+    out = prim.bind(*primals, **params)
+    if all(is_zero(tangents[i]) for i in positions):
+        if prim.multiple_results:
+            return out, [_jax.zero_tangent(o) for o in out]
+        return out, _jax.zero_tangent(out)
+    args = [instantiate(tangents[i], p) if i in positions else p for i, p in enumerate(primals)]
+    return out, prim.bind(*args, **params)
+
+
+def full(shape: Sequence[int], value: Any, dtype: Any) -> Any:
+    """An array filled with ``value`` made of catalog primitives (a broadcast
+    literal)."""
+    shape = tuple(shape)
+    v = np.asarray(value, dtype)
+    return broadcast_to_p.bind(v, shape=shape) if shape else v
+
+
+def indicator(mask: Any, like: Any) -> Any:
+    """A bool mask as 1 / 0 in the dtype of ``like`` (a convert_element_type)."""
+    return convert_element_type(mask, dtype=aval_of(like).dtype)
+
+
+def register_elementwise_rules(partials: dict[Primitive, Partial | Sequence[Partial | None]]
+                               ) -> None:
+    """Register the rules of nonlinear elementwise primitives from their
+    partial derivatives: ``jvp=chain_rule(prim, *partials)``,
+    ``transpose=NOT_LINEAR`` and ``batch=unary_batch`` (one operand) or
+    ``broadcasting_batch`` (several, numpy broadcasting).
+
+    ``partials`` maps each primitive to its partial derivative (one operand)
+    or to a sequence with one per operand, in operand order (``None``: the
+    operand takes no tangent); each is called as ``d(*primals, out, **params)``.
+    """
+    for prim, ds in partials.items():
+        ds = tuple(ds) if isinstance(ds, Sequence) else (ds,)
+        n = len(PRIMITIVES[prim].operands)
+        if len(ds) != n:
+            raise TypeError(f"register_elementwise_rules({prim.name}): {len(ds)} partials "
+                            f"for {n} operands")
+        batch = unary_batch if n == 1 else broadcasting_batch
+        register_rules(prim, jvp=chain_rule(prim, *ds), transpose=NOT_LINEAR,
+                       batch=partial(batch, prim))

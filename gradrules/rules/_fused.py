@@ -15,6 +15,10 @@
   with: batch axes to the front, unbatched operands broadcast along it;
   ``align_front`` lines a batched operand up with a higher-rank one
   under numpy broadcasting.
+* ``fold_batch`` / ``unfold_batch``: the vmapped axis merged into one of the
+  operand's own axes (batch-major) and split off it again, for rules that
+  bind once on a bigger batch (attention, group_norm, rope, the fused linear
+  cross entropy).
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ from .._jax import Primitive, is_zero
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR, PRIMITIVES
 from ..primitives.convert import convert_element_type
-from ..primitives.shape import expand_dims_p
-from ._common import add_tangents, bdim_to_front, batch_size, instantiate
+from ..primitives.shape import broadcast_to_p, expand_dims_p
+from ._common import (add_tangents, front_batch, instantiate,  # noqa: F401
+                      reshape_axis_into, reshape_axis_out_of, to_front)
 
 
 def composite_jvp(prim: Primitive, composite: Callable[..., Any], *, linear: int
@@ -108,25 +113,11 @@ def register_fused(forward: Primitive, tangent_map: Primitive, backward: Primiti
                        transpose=swap_transpose(other, fixed), batch=partial(batch, prim))
 
 
-def to_front(args: Sequence[Any], dims: Sequence[int | None]) -> list[Any]:
-    """Batch axes to the front; unbatched operands broadcast along a new one."""
-    size = batch_size(args, dims)
-    return [bdim_to_front(a, d, size) for a, d in zip(args, dims)]
-
-
 def cast(x: Any, dtype: Any) -> Any:
     """``x`` as ``dtype`` (a gradrules convert_element_type when it differs)."""
     if np.dtype(_jax.aval_of(x).dtype) == np.dtype(dtype):
         return x
     return convert_element_type(x, dtype=dtype)
-
-
-def front_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None],
-                **params: Any) -> tuple[Any, Any]:
-    """Batching of a primitive whose operands share their leading axes (and
-    that maps leading axes through): all batch axes to the front, bind once."""
-    out = prim.bind(*to_front(args, dims), **params)
-    return out, ([0] * len(out) if prim.multiple_results else 0)
 
 
 def align_front(x: Any, rank: int) -> Any:
@@ -135,3 +126,77 @@ def align_front(x: Any, rank: int) -> Any:
     against an operand of rank ``rank``."""
     missing = rank - np.ndim(x)
     return expand_dims_p.bind(x, axes=tuple(range(1, 1 + missing))) if missing > 0 else x
+
+
+def fold_batch(x: Any, d: int | None, size: int, axis: int = 0) -> Any:
+    """The vmapped axis ``d`` of ``x`` (size ``size``; ``None``: unbatched,
+    broadcast along a new one) merged into axis ``axis`` of the unbatched
+    operand, batch-major: ``[..., A, ...] -> [..., size * A, ...]``."""
+    if d is None:
+        x = broadcast_to_p.bind(x, shape=(size,) + tuple(np.shape(x)))
+        d = 0
+    return reshape_axis_into(d, axis, x)
+
+
+def unfold_batch(x: Any, size: int, length: int, axis: int = 0) -> Any:
+    """The inverse of ``fold_batch``: axis ``axis`` (of ``size * length``
+    entries) split into ``(size, length)``; the vmapped axis is then ``axis``."""
+    return reshape_axis_out_of(axis, size, x, length)
+
+
+def fused_forward_jvp(forward: Primitive, tangent_map: Primitive, *,
+                      fixed: Callable[[Sequence[Any], list[Any]], Sequence[Any]],
+                      linear: Sequence[int],
+                      tangent_args: Callable[[Sequence[Any], Sequence[Any]], Sequence[Any]]
+                      | None = None,
+                      rest: Callable[[Sequence[Any], list[Any], Sequence[Any]], Sequence[Any]]
+                      | None = None) -> Callable[..., Any]:
+    """The JVP rule of a fused op's forward primitive (DESIGN.md).
+
+    ``forward`` is bound on the primals; if the tangents of the operands
+    numbered in ``linear`` are all symbolic zeros, every output's tangent is a
+    symbolic zero. Otherwise ``tangent_map`` is bound on ``fixed(primals,
+    outs)`` (primals and residuals) followed by the tangents:
+    ``tangent_args(primals, tangents)``, by default those of ``linear`` with
+    symbolic zeros instantiated. Its results are the tangents of the first
+    outputs; ``rest(primals, outs, tangents)`` gives those of the others
+    (default: symbolic zeros).
+    """
+    def jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any) -> Any:
+        out = forward.bind(*primals, **params)
+        outs = list(out) if forward.multiple_results else [out]
+        if all(is_zero(tangents[i]) for i in linear):
+            t_outs = [_jax.zero_tangent(o) for o in outs]
+        else:
+            ts = (tangent_args(primals, tangents) if tangent_args is not None
+                  else [instantiate(tangents[i], primals[i]) for i in linear])
+            t = tangent_map.bind(*fixed(primals, outs), *ts, **params)
+            t_outs = list(t) if tangent_map.multiple_results else [t]
+            t_outs += (list(rest(primals, outs, tangents)) if rest is not None
+                       else [_jax.zero_tangent(o) for o in outs[len(t_outs):]])
+        return out, (t_outs if forward.multiple_results else t_outs[0])
+
+    jvp.__name__ = f"_{forward.name}_jvp"
+    return jvp
+
+
+def with_residuals(primals: Sequence[Any], outs: list[Any]) -> list[Any]:
+    """``fixed`` of ``fused_forward_jvp`` for a tangent map that takes the
+    primals, then the forward's residual outputs (all but the first)."""
+    return [*primals, *outs[1:]]
+
+
+def primals_only(primals: Sequence[Any], outs: list[Any]) -> list[Any]:
+    """``fixed`` of ``fused_forward_jvp`` for a tangent map that takes the primals."""
+    return list(primals)
+
+
+def outputs_only(primals: Sequence[Any], outs: list[Any]) -> list[Any]:
+    """``fixed`` of ``fused_forward_jvp`` for a tangent map that takes the outputs."""
+    return list(outs)
+
+
+def primals_and_outputs(primals: Sequence[Any], outs: list[Any]) -> list[Any]:
+    """``fixed`` of ``fused_forward_jvp`` for a tangent map that takes the
+    primals, then every output of the forward."""
+    return [*primals, *outs]

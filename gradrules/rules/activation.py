@@ -13,22 +13,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from .._jax import aval_of
-from ..core.primitive import register_rules
-from ..core.registry import NOT_LINEAR
 from ..primitives import activation as a
 from ..primitives.arithmetic import add, multiply
 from ..primitives.compare import ge, gt, le, lt, where
-from ..primitives.convert import convert_element_type
 from ..primitives.logical import logical_and
 from ..primitives.special import erfc
 from ..primitives.unary import abs, exp, neg, square
-from ._common import chain_rule, unary_batch
+from ._common import indicator, register_elementwise_rules
 
 _GELU_A = 0.044715
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -36,11 +32,6 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 # sigmoid(-2 u(25)) are below the smallest subnormal)
 _GELU_EXACT_LIMIT = 40.0
 _GELU_TANH_LIMIT = 25.0
-
-
-def _indicator(mask: Any, like: Any) -> Any:
-    """A bool mask as 1.0 / 0.0 in the dtype of ``like``."""
-    return convert_element_type(mask, dtype=aval_of(like).dtype)
 
 
 def _sigmoid_dx(x: Any, out: Any) -> Any:
@@ -52,7 +43,7 @@ def _log_sigmoid_dx(x: Any, out: Any) -> Any:
 
 
 def _relu_dx(x: Any, out: Any) -> Any:
-    return _indicator(gt(x, 0), x)                    # relu'(0) = 0
+    return indicator(gt(x, 0), x)                     # relu'(0) = 0
 
 
 def _leaky_relu_dx(x: Any, out: Any, *, negative_slope: float) -> Any:
@@ -61,7 +52,7 @@ def _leaky_relu_dx(x: Any, out: Any, *, negative_slope: float) -> Any:
 
 
 def _hardtanh_dx(x: Any, out: Any, *, min_val: float, max_val: float) -> Any:
-    return _indicator(logical_and(gt(x, min_val), lt(x, max_val)), x)   # 0 at the bounds
+    return indicator(logical_and(gt(x, min_val), lt(x, max_val)), x)    # 0 at the bounds
 
 
 def _hardswish_dx(x: Any, out: Any) -> Any:
@@ -99,7 +90,7 @@ def _saturated(x: Any, limit: float, formula: Callable[[Any], Any]) -> Any:
     exp or a sigmoid that has underflowed to 0 (no inf * 0 = NaN in any
     order); the outer where picks the limit, whose derivatives are 0."""
     big = gt(abs(x), limit)
-    return where(big, _indicator(gt(x, 0.0), x), formula(where(big, 0.0, x)))
+    return where(big, indicator(gt(x, 0.0), x), formula(where(big, 0.0, x)))
 
 
 def _gelu_dx(x: Any, out: Any, *, approximate: bool) -> Any:
@@ -120,7 +111,7 @@ def _clamp_dx(x: Any, out: Any, *, min: float | None, max: float | None) -> Any:
         masks.append(ge(x, min))
     if max is not None:
         masks.append(le(x, max))
-    return _indicator(masks[0] if len(masks) == 1 else logical_and(*masks), x)
+    return indicator(masks[0] if len(masks) == 1 else logical_and(*masks), x)
 
 
 _PARTIALS = {
@@ -128,6 +119,4 @@ _PARTIALS = {
     a.leaky_relu_p: _leaky_relu_dx, a.hardtanh_p: _hardtanh_dx, a.hardswish_p: _hardswish_dx,
     a.silu_p: _silu_dx, a.gelu_p: _gelu_dx, a.softplus_p: _softplus_dx, a.clamp_p: _clamp_dx,
 }
-for _p, _d in _PARTIALS.items():
-    register_rules(_p, jvp=chain_rule(_p, _d), transpose=NOT_LINEAR,
-                   batch=partial(unary_batch, _p))
+register_elementwise_rules(_PARTIALS)

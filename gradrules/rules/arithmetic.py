@@ -2,7 +2,8 @@
 
 Linear pieces (add, subtract, the x-operand of divide, scale, ...) transpose
 to catalog ops summed over the broadcast axes; the nonlinear ones get their
-JVP from ``chain_rule`` with the named partial derivatives below.
+JVP from ``chain_rule`` (``register_elementwise_rules``) with the named
+partial derivatives below.
 """
 
 from __future__ import annotations
@@ -15,23 +16,18 @@ import numpy as np
 from .. import _jax
 from .._jax import is_undefined_primal, is_zero
 from ..core.primitive import register_rules
-from ..core.registry import NOT_LINEAR
 from ..primitives.arithmetic import (add, add_p, atan2_p, bias_add_p, div_scale_p, divide,
                                      divide_p, fmod_p, maximum_p, minimum_p, multiply,
                                      multiply_p, pow, pow_p, remainder_p, residual_add_p,
                                      scale_p, subtract, subtract_p)
 from ..primitives.compare import eq, gt, lt, where
-from ..primitives.convert import convert_element_type
 from ..primitives.reduction import sum_p
 from ..primitives.rounding import floor, trunc
 from ..primitives.shape import moveaxis
 from ..primitives.unary import log, neg, square
 from ._common import (add_tangents, broadcast_like, broadcasting_batch, chain_rule,
-                      linear_jvp, unary_batch, unbroadcast)
-
-
-def _float(mask: Any, like: Any) -> Any:
-    return convert_element_type(mask, dtype=_jax.aval_of(like).dtype)
+                      indicator, linear_jvp, register_elementwise_rules, unary_batch,
+                      unbroadcast)
 
 
 # add / residual_add / subtract ---------------------------------------------
@@ -113,14 +109,13 @@ def _pow_dy(x: Any, y: Any, out: Any) -> Any:
     return where(x_zero, 0.0, multiply(log(where(x_zero, 1.0, x)), out))
 
 
-register_rules(pow_p, jvp=chain_rule(pow_p, _pow_dx, _pow_dy), transpose=NOT_LINEAR,
-               batch=partial(broadcasting_batch, pow_p))
+register_elementwise_rules({pow_p: (_pow_dx, _pow_dy)})
 
 
 # maximum / minimum ---------------------------------------------------------
 def _tie_split(win: Any, x: Any, y: Any) -> Any:
     """[win] + 0.5 [x == y]: ties share the gradient evenly."""
-    return add(_float(win, x), multiply(_float(eq(x, y), x), 0.5))
+    return add(indicator(win, x), multiply(indicator(eq(x, y), x), 0.5))
 
 
 def _maximum_dx(x: Any, y: Any, out: Any) -> Any:
@@ -131,10 +126,8 @@ def _maximum_dy(x: Any, y: Any, out: Any) -> Any:
     return _tie_split(lt(x, y), x, y)
 
 
-register_rules(maximum_p, jvp=chain_rule(maximum_p, _maximum_dx, _maximum_dy),
-               transpose=NOT_LINEAR, batch=partial(broadcasting_batch, maximum_p))
-register_rules(minimum_p, jvp=chain_rule(minimum_p, _maximum_dy, _maximum_dx),
-               transpose=NOT_LINEAR, batch=partial(broadcasting_batch, minimum_p))
+register_elementwise_rules({maximum_p: (_maximum_dx, _maximum_dy),
+                            minimum_p: (_maximum_dy, _maximum_dx)})
 
 
 # remainder / fmod ----------------------------------------------------------
@@ -150,10 +143,8 @@ def _fmod_dy(x: Any, y: Any, out: Any) -> Any:
     return neg(trunc(divide(x, y)))
 
 
-register_rules(remainder_p, jvp=chain_rule(remainder_p, _mod_dx, _remainder_dy),
-               transpose=NOT_LINEAR, batch=partial(broadcasting_batch, remainder_p))
-register_rules(fmod_p, jvp=chain_rule(fmod_p, _mod_dx, _fmod_dy), transpose=NOT_LINEAR,
-               batch=partial(broadcasting_batch, fmod_p))
+register_elementwise_rules({remainder_p: (_mod_dx, _remainder_dy),
+                            fmod_p: (_mod_dx, _fmod_dy)})
 
 
 # atan2 ---------------------------------------------------------------------
@@ -165,8 +156,7 @@ def _atan2_dy(x: Any, y: Any, out: Any) -> Any:
     return neg(divide(x, add(square(x), square(y))))
 
 
-register_rules(atan2_p, jvp=chain_rule(atan2_p, _atan2_dx, _atan2_dy), transpose=NOT_LINEAR,
-               batch=partial(broadcasting_batch, atan2_p))
+register_elementwise_rules({atan2_p: (_atan2_dx, _atan2_dy)})
 
 
 # bias_add ------------------------------------------------------------------

@@ -22,7 +22,6 @@ import numpy as np
 
 import jax
 
-from .. import _jax
 from .._jax import aval_of, is_undefined_primal, is_zero
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
@@ -31,27 +30,29 @@ from ..primitives.attention import attention_jvp_p, attention_p, attention_vjp_p
 from ..primitives.compare import eq, where
 from ..primitives.linalg import einsum
 from ..primitives.reduction import sum_p
-from ..primitives.shape import broadcast_to_p, expand_dims, reshape, reshape_p, transpose
+from ..primitives.shape import broadcast_to_p, expand_dims, reshape, transpose
 from ..primitives.unary import exp
 from ._common import batch_size, bdim_to_front, instantiate, unbroadcast, zeros
-from ._fused import cast, composite_jvp, swap_transpose
+from ._fused import (cast, composite_jvp, fold_batch, fused_forward_jvp, primals_and_outputs,
+                     swap_transpose, unfold_batch)
 
 _N_FIXED = 7   # q, k, v, mask, bias, out, lse
 
 
 # attention_p -----------------------------------------------------------------
-def _attention_jvp(primals: Any, tangents: Any, **params: Any) -> Any:
-    """(t_out, t_lse) = attention_jvp(q, k, v, mask, bias, out, lse, tq, tk, tv, tbias)."""
-    q, k, v, mask, bias = primals
-    out, lse = attention_p.bind(*primals, **params)
+def _attention_tangents(primals: Any, tangents: Any) -> list[Any]:
+    """(tq, tk, tv, tbias), zeros where symbolic; a zero tbias as one broadcast
+    [1, 1, 1, 1] entry (the mask takes no tangent)."""
+    q, k, v, _, bias = primals
     tq, tk, tv, _, tbias = tangents
-    if all(is_zero(t) for t in (tq, tk, tv, tbias)):
-        return [out, lse], [_jax.zero_tangent(out), _jax.zero_tangent(lse)]
     if is_zero(tbias):
         tbias = zeros((1, 1, 1, 1), aval_of(bias).dtype)
-    ts = [instantiate(t, x) for t, x in ((tq, q), (tk, k), (tv, v))]
-    t_out, t_lse = attention_jvp_p.bind(q, k, v, mask, bias, out, lse, *ts, tbias, **params)
-    return [out, lse], [t_out, t_lse]
+    return [*(instantiate(t, x) for t, x in ((tq, q), (tk, k), (tv, v))), tbias]
+
+
+# (t_out, t_lse) = attention_jvp(q, k, v, mask, bias, out, lse, tq, tk, tv, tbias)
+_attention_jvp = fused_forward_jvp(attention_p, attention_jvp_p, fixed=primals_and_outputs,
+                                   linear=(0, 1, 2, 4), tangent_args=_attention_tangents)
 
 
 # the tangent map in gradrules ops ---------------------------------------------
@@ -143,14 +144,10 @@ def _fold(x: Any, d: int | None, n: int, batch: int, role: str, full: bool = Fal
     """The vmapped axis (size n) folded into the leading batch axis: [n * B, ...]."""
     if role == "p" and d is None and np.shape(x)[0] == 1 and not full:
         return x                                   # broadcasts along n * B as it is
-    x = bdim_to_front(x, d, n)
-    if np.shape(x)[1] != batch:                    # a mask or bias shared by the batch
-        x = broadcast_to_p.bind(x, shape=(n, batch) + np.shape(x)[2:])
-    return reshape_p.bind(x, new_sizes=(n * batch,) + np.shape(x)[2:])
-
-
-def _unfold(x: Any, n: int, batch: int) -> Any:
-    return reshape_p.bind(x, new_sizes=(n, batch) + np.shape(x)[1:])
+    if np.shape(x)[1 if d == 0 else 0] != batch:   # a mask or bias shared by the batch
+        x = bdim_to_front(x, d, n)
+        x, d = broadcast_to_p.bind(x, shape=(n, batch) + np.shape(x)[2:]), 0
+    return fold_batch(x, d, n)
 
 
 def _fold_all(prim: Any, args: Any, dims: Any, full_bias: bool = False
@@ -170,14 +167,14 @@ def _attention_batch(prim: Any, args: Any, dims: Any, **params: Any) -> tuple[An
     folded, n, batch = _fold_all(prim, args, dims,
                                  full_bias=prim is attention_jvp_p and not tbias_shared)
     outs = prim.bind(*folded, **params)
-    return [_unfold(o, n, batch) for o in outs], [0] * len(outs)
+    return [unfold_batch(o, n, batch) for o in outs], [0] * len(outs)
 
 
 def _attention_vjp_batch(args: Any, dims: Any, **params: Any) -> tuple[Any, Any]:
     """As ``_attention_batch``, with the bias spread over the whole batch so that
     dbias comes out per example, then summed back where the bias was shared."""
     folded, n, batch = _fold_all(attention_vjp_p, args, dims, full_bias=True)
-    outs = [_unfold(o, n, batch) for o in attention_vjp_p.bind(*folded, **params)]
+    outs = [unfold_batch(o, n, batch) for o in attention_vjp_p.bind(*folded, **params)]
     bias, d = args[4], dims[4]
     if np.shape(bias)[1 if d == 0 else 0] == 1 and batch != 1:
         outs[3] = sum_p.bind(outs[3], axes=(1,), keepdims=True)

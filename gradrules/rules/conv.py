@@ -18,31 +18,10 @@ import numpy as np
 
 from .._jax import is_undefined_primal
 from ..core.primitive import register_rules
-from ..primitives.conv import conv_shape, convolution_p, dilate, reverse_p
+from ..primitives.conv import conv_shape, convolution_p, dilate
+from ..primitives.layout import flip_p
 from ..primitives.shape import reshape_p, transpose_p
-from ._common import linear_jvp, zeros
-from .linalg import multilinear_jvp
-
-
-# reshape helpers (JAX's _reshape_axis_into / _reshape_axis_out_of) -----------
-def reshape_axis_into(src: int, dst: int, x: Any) -> Any:
-    """Merge axis ``src`` into axis ``dst`` (numbered after ``src`` is removed),
-    ``src`` becoming the major part."""
-    shape = list(np.shape(x))
-    perm = [i for i in range(len(shape)) if i != src]
-    perm.insert(dst, src)
-    if perm != list(range(len(shape))):
-        x = transpose_p.bind(x, permutation=tuple(perm))
-    new = [d for i, d in enumerate(shape) if i != src]
-    new[dst] *= shape[src]
-    return reshape_p.bind(x, new_sizes=tuple(new))
-
-
-def reshape_axis_out_of(src: int, size1: int, x: Any) -> Any:
-    """Split axis ``src`` into (size1, rest)."""
-    shape = list(np.shape(x))
-    shape[src:src + 1] = [size1, shape[src] // size1]
-    return reshape_p.bind(x, new_sizes=tuple(shape))
+from ._common import multilinear_jvp, reshape_axis_into, reshape_axis_out_of, zeros
 
 
 def _swap01(spec: tuple[int, ...]) -> tuple[int, ...]:
@@ -85,7 +64,7 @@ def _transpose_lhs(ct: Any, lhs_shape: tuple[int, ...], rhs: Any, *, window_stri
                         [rhs_shape[i] for i in rhs_spec[2:]], window_strides,
                         [np.shape(ct)[i] for i in out_spec[2:]], padding, lhs_dilation,
                         rhs_dilation)
-    out = convolution_p.bind(ct, reverse_p.bind(rhs, axes=tuple(rhs_spec[2:])),
+    out = convolution_p.bind(ct, flip_p.bind(rhs, axes=tuple(rhs_spec[2:])),
                              window_strides=lhs_dilation, padding=pads,
                              lhs_dilation=window_strides, rhs_dilation=rhs_dilation,
                              dimension_numbers=dn, feature_group_count=groups,
@@ -180,15 +159,3 @@ register_rules(convolution_p, jvp=partial(multilinear_jvp, convolution_p),
                transpose=_convolution_transpose, batch=_convolution_batch)
 
 
-# reverse -----------------------------------------------------------------------
-def _reverse_transpose(ct: Any, x: Any, *, axes: tuple[int, ...]) -> list[Any]:
-    return [reverse_p.bind(ct, axes=axes)]
-
-
-def _reverse_batch(args: Any, dims: Any, *, axes: tuple[int, ...]) -> tuple[Any, int | None]:
-    (x,), (d,) = args, dims
-    return reverse_p.bind(x, axes=tuple(a + (a >= d) for a in axes)), d
-
-
-register_rules(reverse_p, jvp=partial(linear_jvp, reverse_p), transpose=_reverse_transpose,
-               batch=_reverse_batch)

@@ -2,8 +2,9 @@
 
 silu_gated (three primitives): the forward's JVP binds the tangent map; the
 tangent map and the backward are transposes of each other; their JVPs come
-from the reference compositions below (gradrules sigmoid / silu, the clamps
-as ``where``). gelu_gated and silu_rowsplit are one primitive each whose JVP
+from the reference compositions below (gradrules silu, its derivative
+``activation._silu_dx`` and the catalog clamp, whose derivative at the
+bounds is the one silu_gated's clamp has). gelu_gated and silu_rowsplit are one primitive each whose JVP
 is that of their composition in gradrules ops (``gelu(gate) * up``; ``split``
 then silu_gated or gelu_gated). Batching: batch axes to the front, bound once.
 """
@@ -13,31 +14,32 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from .. import _jax
-from .._jax import aval_of, is_zero
+from .._jax import aval_of
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
 from ..primitives._fused import acc_dtype
-from ..primitives.activation import gelu, sigmoid, silu
+from ..primitives.activation import clamp, gelu, silu
 from ..primitives.arithmetic import add, multiply
 from ..primitives.compare import le, where
 from ..primitives.gated import (gelu_gated_p, silu_gated_jvp_p, silu_gated_p, silu_gated_vjp_p,
                                 silu_rowsplit_p)
 from ..primitives.layout import split
 from ..primitives.unary import abs as gr_abs
-from ..primitives.unary import neg, sign
-from ._common import instantiate
-from ._fused import cast, composite_jvp, front_batch, register_fused
+from .activation import _silu_dx
+from ._fused import (cast, composite_jvp, front_batch, fused_forward_jvp, primals_only,
+                     register_fused)
 
 
 # silu_gated ------------------------------------------------------------------
 def _clamp(gate: Any, up: Any, limit: float | None) -> tuple[Any, Any, Any, Any]:
     """(min(gate, limit), clip(up, -limit, limit), and where each passes
-    derivatives), in gradrules ops."""
+    derivatives), in gradrules ops. The values are the catalog clamp, whose
+    derivative is 1 inside its range, bounds included, as silu_gated's clamp
+    (so the JVPs of the compositions agree with the masks)."""
     if limit is None:
         return gate, up, None, None
     mg, mu = le(gate, limit), le(gr_abs(up), limit)
-    return where(mg, gate, limit), where(mu, up, multiply(sign(up), limit)), mg, mu
+    return clamp(gate, max=limit), clamp(up, min=-limit, max=limit), mg, mu
 
 
 def _keep(x: Any, mask: Any) -> Any:
@@ -48,8 +50,7 @@ def _silu_terms(gate: Any, up: Any, limit: float | None) -> tuple[Any, ...]:
     """(acc dtype, clamped up, silu(gate), silu'(gate), the two clamp masks)."""
     acc = acc_dtype(aval_of(gate).dtype)
     g, u, mg, mu = _clamp(cast(gate, acc), cast(up, acc), limit)
-    dsilu = multiply(sigmoid(g), add(multiply(g, sigmoid(neg(g))), 1.0))
-    return acc, u, silu(g), dsilu, mg, mu
+    return acc, u, silu(g), _silu_dx(g, None), mg, mu
 
 
 def _silu_gated_tangent(gate: Any, up: Any, tg: Any, tu: Any, *, limit: float | None,
@@ -71,15 +72,8 @@ def _silu_gated_cotangent(gate: Any, up: Any, g: Any, *, limit: float | None,
             cast(_keep(multiply(gf, s), mu), dtype))
 
 
-def _silu_gated_jvp(primals: Any, tangents: Any, **params: Any) -> Any:
-    (gate, up), (tg, tu) = primals, tangents
-    out = silu_gated_p.bind(gate, up, **params)
-    if is_zero(tg) and is_zero(tu):
-        return out, _jax.zero_tangent(out)
-    return out, silu_gated_jvp_p.bind(gate, up, instantiate(tg, gate), instantiate(tu, up),
-                                      **params)
-
-
+_silu_gated_jvp = fused_forward_jvp(silu_gated_p, silu_gated_jvp_p, fixed=primals_only,
+                                   linear=(0, 1))
 register_fused(silu_gated_p, silu_gated_jvp_p, silu_gated_vjp_p, jvp=_silu_gated_jvp,
                tangent_ref=_silu_gated_tangent, backward_ref=_silu_gated_cotangent, fixed=2,
                batch=front_batch)

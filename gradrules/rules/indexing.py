@@ -11,7 +11,7 @@ operands never take a tangent. Batching rules move the batch axes to the front
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -24,43 +24,30 @@ from ..core.registry import NOT_DIFFERENTIABLE, NOT_LINEAR
 from ..primitives.arithmetic import add, divide, maximum, minimum, multiply, subtract
 from ..primitives.compare import eq, ge, lt, where
 from ..primitives.convert import convert_element_type
-from ..primitives.indexing import (c_embedding_p, embedding_p, gather_p, index_put_p,
-                                   index_select_p, one_hot_p, scatter_add_p, scatter_p,
-                                   position_dtype, scatter_reduce_p, set_value_p,
+from ..primitives.indexing import (c_embedding_p, embedding_p, gather_p, index_dtype,
+                                   index_put_p, index_select_p, one_hot_p, position_dtype,
+                                   scatter_add_p, scatter_p, scatter_reduce_p, set_value_p,
                                    slice_scatter_p, strided_positions, take_along_axis_p,
                                    take_p)
 from ..primitives.layout import flip_p, slice_p
-from ..primitives.shape import broadcast_in_dim_p, broadcast_to_p, moveaxis, reshape_p
-from ._common import add_tangents, bdim_to_front, batch_size, instantiate, zeros
+from ..primitives.shape import broadcast_in_dim_p, moveaxis, reshape_p
+from ._common import (add_tangents, full, linear_jvp, linear_jvp_in, shifted_front_batch,
+                      to_front, zeros)
 
 
 # ------------------------------------------------------------ shared pieces
-def index_linear_jvp(prim: Any, data: Sequence[int], primals: Sequence[Any],
-                     tangents: Sequence[Any], **params: Any) -> tuple[Any, Any]:
-    """JVP of a primitive linear in the operands at positions ``data`` jointly
-    (the others are integer indices): bind it on their tangents (zeros where
-    symbolic) with the other operands' primal values."""
-    out = prim.bind(*primals, **params)
-    if all(is_zero(tangents[i]) for i in data):
-        return out, _jax.zero_tangent(out)
-    args = [instantiate(tangents[i], p) if i in data else p for i, p in enumerate(primals)]
-    return out, prim.bind(*args, **params)
-
-
-def front_batch(prim: Any, args: Sequence[Any], dims: Sequence[int | None], **params: Any
-                ) -> tuple[Any, int]:
-    """Batching of a primitive whose operands all have the same rank and an
-    ``axis`` param: every operand gets the batch axis in front (unbatched ones
-    broadcast) and ``axis`` shifts by one."""
-    size = batch_size(args, dims)
-    moved = [bdim_to_front(a, d, size) for a, d in zip(args, dims)]
-    params["axis"] = params["axis"] + 1
-    return prim.bind(*moved, **params), 0
+def widen(index: Any) -> Any:
+    """``index`` in ``index_dtype`` (int32 where its dtype is narrower), so
+    that index arithmetic cannot wrap around."""
+    dtype = _jax.aval_of(index).dtype
+    wide = index_dtype(dtype)
+    return index if wide == dtype else convert_element_type(index, dtype=wide)
 
 
 def effective_index(index: Any, n: int) -> Any:
     """The documented index rule written with catalog ops: negative indices
-    count from the end, then clip into [0, n - 1]."""
+    count from the end, then clip into [0, n - 1] (in ``index_dtype``)."""
+    index = widen(index)
     dtype = _jax.aval_of(index).dtype
     index = where(lt(index, np.zeros((), dtype)), add(index, np.asarray(n, dtype)), index)
     return minimum(maximum(index, np.zeros((), dtype)), np.asarray(max(n - 1, 0), dtype))
@@ -92,13 +79,12 @@ def _take_batch(prim: Any, args: Sequence[Any], dims: Sequence[int | None], *, a
         return prim.bind(moveaxis(x, dx, 0), index, axis=axis + 1, batch_dims=0), 0
     if batch_dims == 0 and dx is None:
         return prim.bind(x, moveaxis(index, di, 0), axis=axis, batch_dims=0), axis
-    size = batch_size(args, dims)
-    x, index = bdim_to_front(x, dx, size), bdim_to_front(index, di, size)
-    return prim.bind(x, index, axis=axis + 1, batch_dims=batch_dims + 1), 0
+    return shifted_front_batch(prim, ("axis", "batch_dims"), args, dims, axis=axis,
+                               batch_dims=batch_dims)
 
 
 for _p in (gather_p, take_p, index_select_p):
-    register_rules(_p, jvp=partial(index_linear_jvp, _p, (0,)), transpose=_take_transpose,
+    register_rules(_p, jvp=partial(linear_jvp_in, _p, (0,)), transpose=_take_transpose,
                    batch=partial(_take_batch, _p))
 
 
@@ -108,9 +94,9 @@ def _take_along_axis_transpose(ct: Any, x: Any, index: Any, *, axis: int) -> lis
     return [scatter_add_p.bind(z, index, ct, axis=axis), None]
 
 
-register_rules(take_along_axis_p, jvp=partial(index_linear_jvp, take_along_axis_p, (0,)),
+register_rules(take_along_axis_p, jvp=partial(linear_jvp_in, take_along_axis_p, (0,)),
                transpose=_take_along_axis_transpose,
-               batch=partial(front_batch, take_along_axis_p))
+               batch=partial(shifted_front_batch, take_along_axis_p, ("axis",)))
 
 
 # ------------------------------------------------------------ scatter_add
@@ -120,8 +106,9 @@ def _scatter_add_transpose(ct: Any, x: Any, index: Any, src: Any, *, axis: int) 
     return [ct_x, None, ct_src]
 
 
-register_rules(scatter_add_p, jvp=partial(index_linear_jvp, scatter_add_p, (0, 2)),
-               transpose=_scatter_add_transpose, batch=partial(front_batch, scatter_add_p))
+register_rules(scatter_add_p, jvp=partial(linear_jvp_in, scatter_add_p, (0, 2)),
+               transpose=_scatter_add_transpose,
+               batch=partial(shifted_front_batch, scatter_add_p, ("axis",)))
 
 
 # -------------------------------------------------------------- embedding
@@ -129,9 +116,8 @@ def _embedding_transpose(ct: Any, ids: Any, weight: Any, *, padding_idx: int | N
                          batch_dims: int) -> list[Any]:
     shape = tuple(weight.aval.shape)
     if padding_idx is not None:
-        pad = eq(effective_index(ids, shape[batch_dims]),
-                 np.asarray(padding_idx, _jax.aval_of(ids).dtype))
-        ct = zero_rows(ct, pad)
+        rows = effective_index(ids, shape[batch_dims])
+        ct = zero_rows(ct, eq(rows, np.asarray(padding_idx, _jax.aval_of(rows).dtype)))
     return [None, scatter_back(ct, ids, shape, batch_dims, batch_dims)]
 
 
@@ -152,12 +138,11 @@ def table_batch(prim: Any, table: int, args: Sequence[Any], dims: Sequence[int |
         moved = list(args)
         moved[ids] = moveaxis(args[ids], dims[ids], 0)
         return prim.bind(*moved, batch_dims=0, **params), 0
-    size = batch_size(args, dims)
-    moved = [bdim_to_front(a, d, size) for a, d in zip(args, dims)]
-    return prim.bind(*moved, batch_dims=batch_dims + 1, **params), 0
+    return shifted_front_batch(prim, ("batch_dims",), args, dims, batch_dims=batch_dims,
+                               **params)
 
 
-register_rules(embedding_p, jvp=partial(index_linear_jvp, embedding_p, (1,)),
+register_rules(embedding_p, jvp=partial(linear_jvp_in, embedding_p, (1,)),
                transpose=_embedding_transpose, batch=partial(table_batch, embedding_p, 1))
 
 
@@ -168,13 +153,14 @@ def _c_embedding_transpose(ct: Any, weight: Any, ids: Any, *, start_index: int,
     n = shape[batch_dims]
     if n == 0:
         return [zeros(shape, _jax.aval_of(ct).dtype), None]
+    ids = widen(ids)
     dtype = _jax.aval_of(ids).dtype
     local = subtract(ids, np.asarray(start_index, dtype))
     outside = where(lt(local, np.zeros((), dtype)), True, ge(local, np.asarray(n, dtype)))
     return [scatter_back(zero_rows(ct, outside), local, shape, batch_dims, batch_dims), None]
 
 
-register_rules(c_embedding_p, jvp=partial(index_linear_jvp, c_embedding_p, (0,)),
+register_rules(c_embedding_p, jvp=partial(linear_jvp_in, c_embedding_p, (0,)),
                transpose=_c_embedding_transpose, batch=partial(table_batch, c_embedding_p, 0))
 
 
@@ -189,23 +175,30 @@ register_rules(one_hot_p, jvp=NOT_DIFFERENTIABLE, transpose=NOT_LINEAR, batch=_o
 
 
 # -------------------------------------------------- scatter (overwrite)
-def full(shape: tuple[int, ...], value: Any, dtype: Any) -> Any:
-    v = np.asarray(value, dtype)
-    return broadcast_to_p.bind(v, shape=shape) if shape else v
-
-
 def positions(shape: tuple[int, ...]) -> np.ndarray:
     """Row-major position of every entry of an index of ``shape``."""
     size = math.prod(shape)
     return np.arange(size, dtype=position_dtype(size)).reshape(shape)
 
 
+def surviving_writes(index_shape: tuple[int, ...], target_shape: tuple[int, ...],
+                     write: Callable[[Any, Any], Any], read: Callable[[Any], Any]) -> Any:
+    """True for the entries of an index of ``index_shape`` whose write
+    survives an overwriting scatter (the last one of each group of
+    duplicates, in row-major order): ``write(target, pos)`` scatters every
+    entry's position into a ``target_shape`` array of -1 with the same
+    scatter, ``read(last)`` gathers the survivors back at the index, and an
+    entry won where it reads its own position."""
+    pos = positions(index_shape)
+    return eq(read(write(full(target_shape, -1, pos.dtype), pos)), pos)
+
+
 def _scatter_winners(index: Any, shape: tuple[int, ...], axis: int) -> Any:
-    """True for the entries of ``index`` whose write survives (the last one
-    of each group of duplicates), computed by scattering their positions."""
-    pos = positions(tuple(np.shape(index)))
-    last = scatter_p.bind(full(shape, -1, pos.dtype), index, pos, axis=axis)
-    return eq(take_along_axis_p.bind(last, index, axis=axis), pos)
+    """``surviving_writes`` of ``scatter`` along ``axis`` into ``shape``."""
+    return surviving_writes(
+        tuple(np.shape(index)), shape,
+        lambda target, pos: scatter_p.bind(target, index, pos, axis=axis),
+        lambda last: take_along_axis_p.bind(last, index, axis=axis))
 
 
 def _scatter_transpose(ct: Any, x: Any, index: Any, src: Any, *, axis: int) -> list[Any]:
@@ -219,8 +212,9 @@ def _scatter_transpose(ct: Any, x: Any, index: Any, src: Any, *, axis: int) -> l
     return [ct_x, None, ct_src]
 
 
-register_rules(scatter_p, jvp=partial(index_linear_jvp, scatter_p, (0, 2)),
-               transpose=_scatter_transpose, batch=partial(front_batch, scatter_p))
+register_rules(scatter_p, jvp=partial(linear_jvp_in, scatter_p, (0, 2)),
+               transpose=_scatter_transpose,
+               batch=partial(shifted_front_batch, scatter_p, ("axis",)))
 
 
 # ----------------------------------------------------------- scatter_reduce
@@ -271,8 +265,8 @@ def _prod_partials(x: Any, index: Any, src: Any, out: Any, axis: int) -> tuple[A
 def _scatter_reduce_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, axis: int,
                         reduce: str) -> tuple[Any, Any]:
     if reduce in ("sum", "mean"):
-        return index_linear_jvp(scatter_reduce_p, (0, 2), primals, tangents, axis=axis,
-                                reduce=reduce)
+        return linear_jvp_in(scatter_reduce_p, (0, 2), primals, tangents, axis=axis,
+                             reduce=reduce)
     (x, index, src), (tx, _, tsrc) = primals, tangents
     out = scatter_reduce_p.bind(x, index, src, axis=axis, reduce=reduce)
     if is_zero(tx) and is_zero(tsrc):
@@ -297,23 +291,25 @@ def _scatter_reduce_transpose(ct: Any, x: Any, index: Any, src: Any, *, axis: in
         count = scatter_add_p.bind(full(tuple(np.shape(ct)), 1, dtype), index,
                                    full(tuple(np.shape(index)), 1, dtype), axis=axis)
         ct = divide(ct, count)
-    ct_x = ct if is_undefined_primal(x) else None
-    ct_src = take_along_axis_p.bind(ct, index, axis=axis) if is_undefined_primal(src) else None
-    return [ct_x, None, ct_src]
+    return _scatter_add_transpose(ct, x, index, src, axis=axis)
 
 
 register_rules(scatter_reduce_p, jvp=_scatter_reduce_jvp, transpose=_scatter_reduce_transpose,
-               batch=partial(front_batch, scatter_reduce_p))
+               batch=partial(shifted_front_batch, scatter_reduce_p, ("axis",)))
 
 
 # --------------------------------------------------------------- index_put
 def _flat_index(indices: Sequence[Any], shape: tuple[int, ...]) -> Any:
-    """Row-major position in ``shape`` of the (clipped) multi-index."""
+    """Row-major position in ``shape`` of the (clipped) multi-index, in a
+    dtype that holds every position (at least ``position_dtype(prod(shape))``)."""
+    effs = [effective_index(index, n) for index, n in zip(indices, shape)]
+    dtype = np.result_type(position_dtype(math.prod(shape)),
+                           *(_jax.aval_of(e).dtype for e in effs))
     flat = None
-    for index, n in zip(indices, shape):
-        eff = effective_index(index, n)
-        flat = eff if flat is None else add(multiply(flat, np.asarray(n, _jax.aval_of(
-            flat).dtype)), eff)
+    for eff, n in zip(effs, shape):
+        if _jax.aval_of(eff).dtype != dtype:
+            eff = convert_element_type(eff, dtype=dtype)
+        flat = eff if flat is None else add(multiply(flat, np.asarray(n, dtype)), eff)
     return flat
 
 
@@ -332,11 +328,13 @@ def _index_put_transpose(ct: Any, x: Any, values: Any, *indices: Any,
         ct_flat = reshape_p.bind(ct, new_sizes=(math.prod(lead),) + rest)
         ct_values = gather_p.bind(ct_flat, flat, axis=0, batch_dims=0)
         if not accumulate:   # only the last of the duplicates was written
-            pos = positions(tuple(np.shape(indices[0])))
-            last = index_put_p.bind(full(lead, -1, pos.dtype), pos, *indices, accumulate=False)
-            last = reshape_p.bind(last, new_sizes=(math.prod(lead),))
-            won = eq(gather_p.bind(last, flat, axis=0, batch_dims=0), pos)
-            ct_values = where(reshape_p.bind(won, new_sizes=pos.shape + (1,) * len(rest)),
+            ishape = tuple(np.shape(indices[0]))
+            won = surviving_writes(
+                ishape, lead,
+                lambda target, pos: index_put_p.bind(target, pos, *indices, accumulate=False),
+                lambda last: gather_p.bind(reshape_p.bind(last, new_sizes=(math.prod(lead),)),
+                                           flat, axis=0, batch_dims=0))
+            ct_values = where(reshape_p.bind(won, new_sizes=ishape + (1,) * len(rest)),
                               ct_values, zeros((), dtype))
     return [ct_x, ct_values] + [None] * k
 
@@ -344,15 +342,16 @@ def _index_put_transpose(ct: Any, x: Any, values: Any, *indices: Any,
 def _index_put_batch(args: Sequence[Any], dims: Sequence[int | None], *,
                      accumulate: bool) -> tuple[Any, int]:
     """The batch axis becomes one more indexed axis, indexed by arange(B)."""
-    size = batch_size(args, dims)
-    x, values, *indices = [bdim_to_front(a, d, size) for a, d in zip(args, dims)]
+    x, values, *indices = to_front(args, dims)
     ishape = tuple(np.shape(indices[0]))
-    batch = broadcast_in_dim_p.bind(np.arange(size, dtype=_jax.aval_of(indices[0]).dtype),
+    size = ishape[0]
+    dtype = np.promote_types(position_dtype(size), index_dtype(_jax.aval_of(indices[0]).dtype))
+    batch = broadcast_in_dim_p.bind(np.arange(size, dtype=dtype),
                                     shape=ishape, broadcast_dimensions=(0,))
     return index_put_p.bind(x, values, batch, *indices, accumulate=accumulate), 0
 
 
-register_rules(index_put_p, jvp=partial(index_linear_jvp, index_put_p, (0, 1)),
+register_rules(index_put_p, jvp=partial(linear_jvp_in, index_put_p, (0, 1)),
                transpose=_index_put_transpose, batch=_index_put_batch)
 
 
@@ -381,12 +380,11 @@ def _slice_update_transpose(prim: Any, ct: Any, x: Any, value: Any, *,
 
 def _slice_update_batch(prim: Any, args: Sequence[Any], dims: Sequence[int | None], *,
                         slices: tuple[tuple[int, int, int], ...]) -> tuple[Any, int]:
-    size = batch_size(args, dims)
-    x, value = [bdim_to_front(a, d, size) for a, d in zip(args, dims)]
-    return prim.bind(x, value, slices=((0, 1, size),) + slices), 0
+    x, value = to_front(args, dims)
+    return prim.bind(x, value, slices=((0, 1, np.shape(x)[0]),) + slices), 0
 
 
 for _p in (set_value_p, slice_scatter_p):
-    register_rules(_p, jvp=partial(index_linear_jvp, _p, (0, 1)),
+    register_rules(_p, jvp=partial(linear_jvp, _p),
                    transpose=partial(_slice_update_transpose, _p),
                    batch=partial(_slice_update_batch, _p))

@@ -1,5 +1,5 @@
 """Rules of the layout family. Every primitive here is linear in its array
-data: the JVP binds it on the tangents (``linear_jvp`` / ``index_linear_jvp``)
+data: the JVP binds it on the tangents (``linear_jvp`` / ``linear_jvp_in``)
 and each transpose is made of layout primitives (slice <-> pad,
 concatenate <-> split, tensor_unfold <-> tensor_fold, ...), so derivatives of
 any order are compositions of catalog primitives. Batching rules move the
@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _jax
-from .._jax import aval_of, is_undefined_primal, is_zero
+from .._jax import aval_of, is_undefined_primal
 from ..core.primitive import register_rules
 from ..primitives.arithmetic import add, subtract
 from ..primitives.compare import where
@@ -24,8 +23,8 @@ from ..primitives.layout import (concatenate_p, dynamic_slice_p, dynamic_update_
                                  tensor_fold_p, tensor_unfold_p, tile_p)
 from ..primitives.reduction import sum_p
 from ..primitives.shape import broadcast_in_dim_p, expand_dims_p, moveaxis, reshape_p
-from ._common import bdim_to_front, batch_size, instantiate, linear_jvp, zeros
-from .indexing import index_linear_jvp
+from ._common import (bdim_to_front, batch_size, linear_jvp, linear_jvp_in,
+                      shifted_front_batch, zeros)
 
 
 # ------------------------------------------------------------ shared pieces
@@ -49,19 +48,6 @@ def pad_axis(x: Any, axis: int, lo: int, hi: int) -> Any:
     """x with ``lo`` and ``hi`` zeros before and after it along ``axis``."""
     widths = tuple((lo, hi, 0) if d == axis else (0, 0, 0) for d in range(len(_shape(x))))
     return pad_p.bind(x, zeros((), _dtype(x)), widths=widths, mode="constant")
-
-
-def _front(prim: Any, args: Sequence[Any], dims: Sequence[int | None], **params: Any
-           ) -> tuple[Any, int]:
-    """Batch axis of the one operand to the front; ``axis`` shifts by one."""
-    x = bdim_to_front(args[0], dims[0])
-    params["axis"] = params["axis"] + 1
-    return prim.bind(x, **params), 0
-
-
-def _all_front(args: Sequence[Any], dims: Sequence[int | None]) -> list[Any]:
-    size = batch_size(args, dims)
-    return [bdim_to_front(a, d, size) for a, d in zip(args, dims)]
 
 
 # ------------------------------------------------------------------- slice
@@ -95,7 +81,7 @@ def _select_transpose(ct: Any, x: Any, *, axis: int, index: int) -> list[Any]:
 
 for _p in (select_p, row_slice_p):
     register_rules(_p, jvp=partial(linear_jvp, _p), transpose=_select_transpose,
-                   batch=partial(_front, _p))
+                   batch=partial(shifted_front_batch, _p, ("axis",)))
 
 
 # ------------------------------------------ dynamic_slice / dynamic_update_slice
@@ -105,15 +91,9 @@ def _dynamic_slice_transpose(ct: Any, x: Any, starts: Any, *, slice_sizes: tuple
     return [dynamic_update_slice_p.bind(z, ct, starts, batch_dims=batch_dims), None]
 
 
-def _dynamic_slice_batch(args: Sequence[Any], dims: Sequence[int | None], *,
-                         slice_sizes: tuple[int, ...], batch_dims: int) -> tuple[Any, int]:
-    x, starts = _all_front(args, dims)
-    return dynamic_slice_p.bind(x, starts, slice_sizes=slice_sizes,
-                                batch_dims=batch_dims + 1), 0
-
-
-register_rules(dynamic_slice_p, jvp=partial(index_linear_jvp, dynamic_slice_p, (0,)),
-               transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch)
+register_rules(dynamic_slice_p, jvp=partial(linear_jvp_in, dynamic_slice_p, (0,)),
+               transpose=_dynamic_slice_transpose,
+               batch=partial(shifted_front_batch, dynamic_slice_p, ("batch_dims",)))
 
 
 def _dynamic_update_slice_transpose(ct: Any, x: Any, update: Any, starts: Any, *,
@@ -129,38 +109,22 @@ def _dynamic_update_slice_transpose(ct: Any, x: Any, update: Any, starts: Any, *
     return [ct_x, ct_u, None]
 
 
-def _dynamic_update_slice_batch(args: Sequence[Any], dims: Sequence[int | None], *,
-                                batch_dims: int) -> tuple[Any, int]:
-    return dynamic_update_slice_p.bind(*_all_front(args, dims), batch_dims=batch_dims + 1), 0
-
-
 register_rules(dynamic_update_slice_p,
-               jvp=partial(index_linear_jvp, dynamic_update_slice_p, (0, 1)),
-               transpose=_dynamic_update_slice_transpose, batch=_dynamic_update_slice_batch)
+               jvp=partial(linear_jvp_in, dynamic_update_slice_p, (0, 1)),
+               transpose=_dynamic_update_slice_transpose,
+               batch=partial(shifted_front_batch, dynamic_update_slice_p, ("batch_dims",)))
 
 
 # ------------------------------------------------------ concatenate / split
-def _concatenate_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, axis: int) -> Any:
-    out = concatenate_p.bind(*primals, axis=axis)
-    if all(is_zero(t) for t in tangents):
-        return out, _jax.zero_tangent(out)
-    ts = [instantiate(t, p) for t, p in zip(tangents, primals)]
-    return out, concatenate_p.bind(*ts, axis=axis)
-
-
 def _concatenate_transpose(ct: Any, *xs: Any, axis: int) -> list[Any]:
     sizes = tuple(_shape(x)[axis] for x in xs)
     pieces = split_p.bind(ct, sizes=sizes, axis=axis)
     return [p if is_undefined_primal(x) else None for p, x in zip(pieces, xs)]
 
 
-def _concatenate_batch(args: Sequence[Any], dims: Sequence[int | None], *,
-                       axis: int) -> tuple[Any, int]:
-    return concatenate_p.bind(*_all_front(args, dims), axis=axis + 1), 0
-
-
-register_rules(concatenate_p, jvp=_concatenate_jvp, transpose=_concatenate_transpose,
-               batch=_concatenate_batch)
+register_rules(concatenate_p, jvp=partial(linear_jvp, concatenate_p),
+               transpose=_concatenate_transpose,
+               batch=partial(shifted_front_batch, concatenate_p, ("axis",)))
 
 
 def _split_transpose(cts: Sequence[Any], x: Any, *, sizes: tuple[int, ...],
@@ -168,14 +132,8 @@ def _split_transpose(cts: Sequence[Any], x: Any, *, sizes: tuple[int, ...],
     return [concatenate_p.bind(*cts, axis=axis)]
 
 
-def _split_batch(args: Sequence[Any], dims: Sequence[int | None], *, sizes: tuple[int, ...],
-                 axis: int) -> tuple[Any, list[int]]:
-    x = bdim_to_front(args[0], dims[0])
-    return split_p.bind(x, sizes=sizes, axis=axis + 1), [0] * len(sizes)
-
-
 register_rules(split_p, jvp=partial(linear_jvp, split_p), transpose=_split_transpose,
-               batch=_split_batch)
+               batch=partial(shifted_front_batch, split_p, ("axis",)))
 
 
 # --------------------------------------------------------------------- pad
@@ -248,7 +206,7 @@ def _pad_batch(args: Sequence[Any], dims: Sequence[int | None], *,
     return where(padding_mask(unbatched, widths), value, padded), 0
 
 
-register_rules(pad_p, jvp=partial(index_linear_jvp, pad_p, (0, 1)), transpose=_pad_transpose,
+register_rules(pad_p, jvp=partial(linear_jvp, pad_p), transpose=_pad_transpose,
                batch=_pad_batch)
 
 
@@ -282,7 +240,7 @@ def _repeat_transpose(ct: Any, x: Any, *, repeats: int | tuple[int, ...],
 
 
 register_rules(repeat_p, jvp=partial(linear_jvp, repeat_p), transpose=_repeat_transpose,
-               batch=partial(_front, repeat_p))
+               batch=partial(shifted_front_batch, repeat_p, ("axis",)))
 
 
 # -------------------------------------------------------------------- flip
@@ -311,6 +269,8 @@ def _tensor_fold_transpose(ct: Any, y: Any, *, axis: int, size: int, step: int,
 
 
 register_rules(tensor_unfold_p, jvp=partial(linear_jvp, tensor_unfold_p),
-               transpose=_tensor_unfold_transpose, batch=partial(_front, tensor_unfold_p))
+               transpose=_tensor_unfold_transpose,
+               batch=partial(shifted_front_batch, tensor_unfold_p, ("axis",)))
 register_rules(tensor_fold_p, jvp=partial(linear_jvp, tensor_fold_p),
-               transpose=_tensor_fold_transpose, batch=partial(_front, tensor_fold_p))
+               transpose=_tensor_fold_transpose,
+               batch=partial(shifted_front_batch, tensor_fold_p, ("axis",)))

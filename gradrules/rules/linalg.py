@@ -26,30 +26,14 @@ from .. import _jax
 from .._jax import aval_of, is_undefined_primal, is_zero
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
-from ..primitives.arithmetic import add, multiply, scale, subtract
-from ..primitives.compare import gt
-from ..primitives.convert import convert_element_type
+from ..primitives.arithmetic import add, multiply, scale
 from ..primitives.linalg import (addmm_p, bmm_p, einsum_p, fresh_letters, fused_gemm_epilogue_p,
                                  linear_p, matmul_p, mm_p, parse_equation)
 from ..primitives.shape import (broadcast_in_dim_p, expand_dims_p, moveaxis, reshape_p,
                                 squeeze_p, transpose_p)
-from ..primitives.unary import square, tanh
-from ._common import add_tangents, batch_size, bdim_to_front, broadcast_like, unbroadcast
-
-
-# multilinear JVP (matmul, einsum, convolution) -----------------------------
-def multilinear_jvp(prim: Any, primals: Any, tangents: Any, **params: Any) -> Any:
-    """The JVP of a primitive linear in each operand separately:
-    t_out = sum_i prim(..., t_i, ...), the primitive with one tangent in place."""
-    out = prim.bind(*primals, **params)
-    t: Any = _jax.zero_tangent(out)
-    for i, ti in enumerate(tangents):
-        if is_zero(ti):
-            continue
-        ops = list(primals)
-        ops[i] = ti
-        t = add_tangents(t, prim.bind(*ops, **params))
-    return out, t
+from .activation import _gelu_dx, _relu_dx
+from ._common import (add_tangents, batch_size, bdim_to_front, broadcast_like, broadcasting_batch,
+                      multilinear_jvp, reshape_axis_into, reshape_axis_out_of, unbroadcast)
 
 
 # matmul --------------------------------------------------------------------
@@ -154,35 +138,33 @@ def _product_transpose(prim: Any, ct: Any, x: Any, y: Any) -> list[Any]:
     return [None, prim.bind(_mT(x), ct)]
 
 
-def _merge_axis(a: Any, axis: int) -> Any:
-    """Merge axes ``axis`` and ``axis + 1`` of ``a``."""
-    s = np.shape(a)
-    return reshape_p.bind(a, new_sizes=s[:axis] + (s[axis] * s[axis + 1],) + s[axis + 2:])
+def _core_shape(a: Any, d: int | None) -> tuple[int, ...]:
+    """The shape of ``a`` without its batch axis ``d``."""
+    return tuple(s for i, s in enumerate(np.shape(a)) if i != d)
 
 
 def _fold_batch(x: Any, y: Any, dx: int | None, dy: int | None,
-                nb: int) -> tuple[Any, Any, tuple[int, tuple[int, int]]]:
+                nb: int) -> tuple[Any, Any, tuple[int, int, int]]:
     """Fold a vmap axis into a matrix product with ``nb`` leading batch axes
     (0: mm, 1: bmm): into m when only x is batched, into n when only y is,
     into the batch axis when both are (nb = 1). Returns the folded operands
     and (the axis of the product that holds the fold, the two sizes merged
-    there) for _unfold."""
+    there)."""
     if dy is None:
-        x = moveaxis(x, dx, nb)
-        return _merge_axis(x, nb), y, (nb, np.shape(x)[nb:nb + 2])
+        x2 = reshape_axis_into(dx, nb, x)
+        return x2, y, (nb, np.shape(x)[dx], _core_shape(x, dx)[nb])
     if dx is None:
-        y = moveaxis(y, dy, -2)
-        return x, _merge_axis(y, np.ndim(y) - 2), (-1, np.shape(y)[-2:])
-    x, y = moveaxis(x, dx, 0), moveaxis(y, dy, 0)
-    return _merge_axis(x, 0), _merge_axis(y, 0), (0, np.shape(x)[:2])
+        return x, reshape_axis_into(dy, np.ndim(y) - 2, y), (-1, np.shape(y)[dy],
+                                                              _core_shape(y, dy)[-1])
+    return (reshape_axis_into(dx, 0, x), reshape_axis_into(dy, 0, y),
+            (0, np.shape(x)[dx], _core_shape(x, dx)[0]))
 
 
-def _unfold(out: Any, fold: tuple[int, tuple[int, int]]) -> tuple[Any, int]:
+def _unfold(out: Any, fold: tuple[int, int, int]) -> tuple[Any, int]:
     """Split the folded axis of a product into (batch, rest): (out, out_dim)."""
-    axis, parts = fold
+    axis, size, rest = fold
     axis %= np.ndim(out)
-    s = np.shape(out)
-    return reshape_p.bind(out, new_sizes=s[:axis] + parts + s[axis + 1:]), axis
+    return reshape_axis_out_of(axis, size, out, rest), axis
 
 
 def _mm_batch(args: Any, dims: Any) -> Any:
@@ -205,11 +187,6 @@ register_rules(mm_p, jvp=partial(multilinear_jvp, mm_p), transpose=partial(_prod
                mm_p), batch=_mm_batch)
 register_rules(bmm_p, jvp=partial(multilinear_jvp, bmm_p), transpose=partial(
                _product_transpose, bmm_p), batch=_bmm_batch)
-
-
-def _core_shape(a: Any, d: int | None) -> tuple[int, ...]:
-    """The shape of ``a`` without its batch axis ``d``."""
-    return tuple(s for i, s in enumerate(np.shape(a)) if i != d)
 
 
 def _broadcast_batched(a: Any, d: int | None, size: int, shape: tuple[int, ...],
@@ -281,7 +258,7 @@ def _addmm_batch(args: Any, dims: Any, *, beta: float, alpha: float) -> Any:
     m, n = _core_shape(x, dx)[0], _core_shape(y, dy)[1]
     if (dx is None) != (dy is None):
         axis = 0 if dy is None else 1
-        bias = _merge_axis(_broadcast_batched(bias, db, size, (m, n), axis), axis)
+        bias = reshape_axis_into(axis, axis, _broadcast_batched(bias, db, size, (m, n), axis))
         x, y, fold = _fold_batch(x, y, dx, dy, 0)
         return _unfold(addmm_p.bind(bias, x, y, beta=beta, alpha=alpha), fold)
     prod = mm_p.bind(x, y) if dx is None else bmm_p.bind(moveaxis(x, dx, 0), moveaxis(y, dy, 0))
@@ -334,7 +311,7 @@ def _linear_batch(args: Any, dims: Any) -> Any:
         return linear_p.bind(moveaxis(x, dx, 0), w, *b), 0
     if dx is None and dw is not None:
         n = _core_shape(w, dw)[1]
-        b = [_merge_axis(_broadcast_batched(b[0], db_, size, (n,), 0), 0)] if b else []
+        b = [reshape_axis_into(0, 0, _broadcast_batched(b[0], db_, size, (n,), 0))] if b else []
         x, w, fold = _fold_batch(x, w, None, dw, 0)
         return _unfold(linear_p.bind(x, w, *b), fold)
     if dw is None:
@@ -405,24 +382,9 @@ register_rules(einsum_p, jvp=partial(multilinear_jvp, einsum_p), transpose=_eins
 
 
 # fused_gemm_epilogue -------------------------------------------------------
-_GELU_C = math.sqrt(2.0 / math.pi)
-_GELU_A = 0.044715
-
-
-def _relu_dz(z: Any) -> Any:
-    return convert_element_type(gt(z, 0.0), dtype=aval_of(z).dtype)
-
-
-def _gelu_tanh_dz(z: Any) -> Any:
-    """d/dz of 0.5 z (1 + tanh u), u = c (z + a z^3)."""
-    z2 = square(z)
-    th = tanh(multiply(z, multiply(add(multiply(z2, _GELU_A), 1.0), _GELU_C)))
-    du = multiply(add(multiply(z2, 3 * _GELU_A), 1.0), _GELU_C)
-    return add(multiply(add(th, 1.0), 0.5),
-               multiply(multiply(z, 0.5), multiply(subtract(1.0, square(th)), du)))
-
-
-_ACTIVATION_DZ = {"relu": _relu_dz, "gelu": _gelu_tanh_dz}
+# the activation's derivative at z, shared with gradrules.relu / gelu (tanh form)
+_ACTIVATION_DZ = {"relu": partial(_relu_dx, out=None),
+                  "gelu": partial(_gelu_dx, out=None, approximate=True)}
 
 
 def _fused_gemm_epilogue_jvp(primals: Any, tangents: Any, *, trans_x: bool, trans_y: bool,
@@ -442,22 +404,6 @@ def _fused_gemm_epilogue_jvp(primals: Any, tangents: Any, *, trans_x: bool, tran
     return out, t
 
 
-def _fused_gemm_epilogue_batch(args: Any, dims: Any, *, trans_x: bool, trans_y: bool,
-                               activation: str) -> Any:
-    """Batch axis in front, unit axes after it so every batched operand's
-    batch axes line up with the output's; one primitive."""
-    rank = max(np.ndim(a) - (d is not None) for a, d in zip(args, dims))
-    ops = []
-    for a, d in zip(args, dims):
-        if d is not None:
-            a = bdim_to_front(a, d)
-            missing = rank + 1 - np.ndim(a)
-            if missing:
-                a = expand_dims_p.bind(a, axes=tuple(range(1, 1 + missing)))
-        ops.append(a)
-    return fused_gemm_epilogue_p.bind(*ops, trans_x=trans_x, trans_y=trans_y,
-                                      activation=activation), 0
-
-
+# batching: the operands broadcast like an elementwise op's (bias against x @ y)
 register_rules(fused_gemm_epilogue_p, jvp=_fused_gemm_epilogue_jvp, transpose=NOT_LINEAR,
-               batch=_fused_gemm_epilogue_batch)
+               batch=partial(broadcasting_batch, fused_gemm_epilogue_p))

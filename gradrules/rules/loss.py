@@ -7,7 +7,9 @@ of each other; their JVPs come from the reference compositions below, written
 in gradrules ops (fused_linear_cross_entropy's as ``matmul`` + the
 cross_entropy primitives). nll_loss is bilinear in (logp, weight).
 Labels take no tangent. Batching: batch axes to the front (the class axis is
-last), bound once.
+last), bound once; fused_linear_cross_entropy's forward and tangent map fold
+the batch into the token axis instead when ``w`` is shared (never a per-example
+copy of ``w``).
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from ..primitives.reduction import mean as gr_mean
 from ..primitives.reduction import sum as gr_sum
 from ..primitives.shape import expand_dims, moveaxis
 from ..primitives.unary import exp, neg
-from ._common import add_tangents, batch_size, bdim_to_front, instantiate, unbroadcast
-from ._fused import align_front, cast, front_batch, register_fused
+from ._common import add_tangents, batch_size, bdim_to_front, unbroadcast
+from ._fused import (align_front, cast, fold_batch, front_batch, fused_forward_jvp,
+                     register_fused, unfold_batch, with_residuals)
 
 
 # shared pieces, in gradrules ops ---------------------------------------------
@@ -79,14 +82,9 @@ def _ce_cotangent(logits: Any, labels: Any, lse: Any, g_loss: Any, g_lse: Any, *
     return cast(add(multiply(c, d), multiply(expand_dims(g_lse, axis=-1), p)), dtype)
 
 
-def _cross_entropy_jvp(primals: Any, tangents: Any, **params: Any) -> Any:
-    (logits, labels), (t, _) = primals, tangents
-    loss, lse = cross_entropy_p.bind(logits, labels, **params)
-    if is_zero(t):
-        return [loss, lse], [_jax.zero_tangent(loss), _jax.zero_tangent(lse)]
-    return [loss, lse], cross_entropy_jvp_p.bind(logits, labels, lse, t, **params)
-
-
+# the forward's JVP: the tangent map at (logits, labels, lse) along t_logits
+_cross_entropy_jvp = fused_forward_jvp(cross_entropy_p, cross_entropy_jvp_p,
+                                       fixed=with_residuals, linear=(0,))
 register_fused(cross_entropy_p, cross_entropy_jvp_p, cross_entropy_vjp_p,
                jvp=_cross_entropy_jvp, tangent_ref=_ce_tangent, backward_ref=_ce_cotangent,
                fixed=3, batch=front_batch)
@@ -113,19 +111,46 @@ def _flce_cotangent(h: Any, w: Any, labels: Any, lse: Any, g_loss: Any, g_lse: A
     return matmul(d, w, transpose_y=True), matmul(h, d, transpose_x=True)
 
 
-def _fused_linear_cross_entropy_jvp(primals: Any, tangents: Any, **params: Any) -> Any:
-    (h, w, labels), (th, tw, _) = primals, tangents
-    loss, lse = fused_linear_cross_entropy_p.bind(h, w, labels, **params)
-    if is_zero(th) and is_zero(tw):
-        return [loss, lse], [_jax.zero_tangent(loss), _jax.zero_tangent(lse)]
-    return [loss, lse], fused_linear_cross_entropy_jvp_p.bind(
-        h, w, labels, lse, instantiate(th, h), instantiate(tw, w), **params)
+# the forward's JVP: the tangent map at (h, w, labels, lse) along (t_h, t_w)
+_fused_linear_cross_entropy_jvp = fused_forward_jvp(
+    fused_linear_cross_entropy_p, fused_linear_cross_entropy_jvp_p, fixed=with_residuals,
+    linear=(0, 1))
+
+
+# operands indexed by w's axes (the rest, h th labels lse g_loss g_lse, by token)
+_FLCE_WEIGHTS = {fused_linear_cross_entropy_p: (1,), fused_linear_cross_entropy_jvp_p: (1, 5)}
+
+
+def _flce_batch(prim: Any, args: Any, dims: Any, **params: Any) -> tuple[Any, Any]:
+    """Batching of the three fused_linear_cross_entropy primitives.
+
+    Forward and tangent map with ``w`` (and ``tw``) unbatched: the vmapped
+    axis is folded into the token axis of the token operands (``h [..., n * T,
+    hidden]``, ``labels [..., n * T]``, ...), the primitive is bound once with
+    ``w`` as it is, and the per-token outputs are split back: no ``[n, hidden,
+    vocab]`` copy of ``w``. Otherwise (a batched ``w`` or ``tw``, or the
+    backward) every operand gets the batch axis in front. The backward is
+    never folded: its ``dw`` is per example under ``vmap`` (e.g.
+    ``vmap(grad(f, argnums=1), in_axes=(0, None))``), which folding would sum;
+    ``grad`` of a vmapped loss never batches the backward, as its forward is
+    folded before it is differentiated.
+    """
+    weights = _FLCE_WEIGHTS.get(prim)
+    if weights is None or any(dims[i] is not None for i in weights):
+        return front_batch(prim, args, dims, **params)
+    n = batch_size(args, dims)
+    lead = np.ndim(args[1]) - 2                # leading axes shared by h and w
+    tokens = [m for i, m in enumerate(np.shape(args[2])) if i != dims[2]][lead]
+    folded = [a if i in weights else fold_batch(a, d, n, lead)
+              for i, (a, d) in enumerate(zip(args, dims))]
+    outs = prim.bind(*folded, **params)
+    return [unfold_batch(o, n, tokens, lead) for o in outs], [lead] * len(outs)
 
 
 register_fused(fused_linear_cross_entropy_p, fused_linear_cross_entropy_jvp_p,
                fused_linear_cross_entropy_vjp_p, jvp=_fused_linear_cross_entropy_jvp,
                tangent_ref=_flce_tangent, backward_ref=_flce_cotangent, fixed=4,
-               batch=front_batch)
+               batch=_flce_batch)
 
 
 # nll_loss --------------------------------------------------------------------------

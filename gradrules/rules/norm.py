@@ -29,8 +29,9 @@ from ..primitives.norm import (batch_norm_p, channel_axis, group_norm_p, layer_n
 from ..primitives.reduction import mean as gr_mean
 from ..primitives.shape import broadcast_to, expand_dims, moveaxis, reshape
 from ..primitives.unary import neg, rsqrt, square
-from ._common import batch_size, bdim_to_front, instantiate, unbroadcast
-from ._fused import align_front, cast, composite_jvp, register_fused
+from ._common import batch_size, bdim_to_front, unbroadcast
+from ._fused import (align_front, cast, composite_jvp, fold_batch, fused_forward_jvp,
+                     register_fused, unfold_batch, with_residuals)
 
 
 def _row_mean(x: Any) -> Any:
@@ -78,17 +79,18 @@ def _rms_norm_cotangent(x: Any, gamma: Any, rstd: Any, g: Any, *, eps: float,
     return cast(dx, aval_of(x).dtype), cast(dgamma, aval_of(gamma).dtype)
 
 
-def _rms_norm_jvp(primals: Any, tangents: Any, **params: Any) -> Any:
-    (x, gamma), (tx, tgamma) = primals, tangents
-    out, rstd = rms_norm_p.bind(x, gamma, **params)
-    if is_zero(tx) and is_zero(tgamma):
-        return [out, rstd], [_jax.zero_tangent(out), _jax.zero_tangent(rstd)]
-    t_out = rms_norm_jvp_p.bind(x, gamma, rstd, instantiate(tx, x), instantiate(tgamma, gamma),
-                                **params)
+def _rms_norm_stat_tangents(primals: Any, outs: list[Any], tangents: Any) -> list[Any]:
+    """The tangent of rstd (in gradrules ops; a symbolic zero when tx is)."""
+    (x, _), (_, rstd), (tx, _) = primals, outs, tangents
+    if is_zero(tx):
+        return [_jax.zero_tangent(rstd)]
     acc = aval_of(rstd).dtype
-    t_rstd = (_jax.zero_tangent(rstd) if is_zero(tx)
-              else _rstd_tangent(cast(x, acc), rstd, cast(tx, acc)))
-    return [out, rstd], [t_out, t_rstd]
+    return [_rstd_tangent(cast(x, acc), rstd, cast(tx, acc))]
+
+
+# t_out from the tangent map rms_norm_jvp(x, gamma, rstd, tx, tgamma); t_rstd in gradrules ops
+_rms_norm_jvp = fused_forward_jvp(rms_norm_p, rms_norm_jvp_p, fixed=with_residuals,
+                                  linear=(0, 1), rest=_rms_norm_stat_tangents)
 
 
 # layer_norm ------------------------------------------------------------------
@@ -121,19 +123,25 @@ def _layer_norm_cotangent(x: Any, weight: Any, mean: Any, rstd: Any, g: Any, *, 
             cast(unbroadcast(gf, w), w.dtype))
 
 
-def _layer_norm_jvp(primals: Any, tangents: Any, **params: Any) -> Any:
-    (x, weight, bias), (tx, tw, tb) = primals, tangents
-    outs = layer_norm_p.bind(x, weight, bias, **params)
-    out, mean, rstd = outs
-    if all(is_zero(t) for t in tangents):
-        return outs, [_jax.zero_tangent(o) for o in outs]
-    t_out = layer_norm_jvp_p.bind(x, weight, mean, rstd, instantiate(tx, x),
-                                  instantiate(tw, weight), instantiate(tb, bias), **params)
+def _layer_norm_fixed(primals: Any, outs: list[Any]) -> list[Any]:
+    """(x, weight, mean, rstd): the leading operands of layer_norm_jvp."""
+    return [primals[0], primals[1], *outs[1:]]
+
+
+def _layer_norm_stat_tangents(primals: Any, outs: list[Any], tangents: Any) -> list[Any]:
+    """The tangents of mean and rstd (in gradrules ops; symbolic zeros when tx is)."""
+    (x, _, _), (_, mean, rstd), tx = primals, outs, tangents[0]
     if is_zero(tx):
-        return outs, [t_out, _jax.zero_tangent(mean), _jax.zero_tangent(rstd)]
+        return [_jax.zero_tangent(mean), _jax.zero_tangent(rstd)]
     xc, _, _ = _centered(x, mean, rstd)
     t = cast(tx, aval_of(rstd).dtype)
-    return outs, [t_out, gr_mean(t, axis=-1), _rstd_tangent(xc, rstd, t)]
+    return [gr_mean(t, axis=-1), _rstd_tangent(xc, rstd, t)]
+
+
+# t_out from the tangent map layer_norm_jvp(x, weight, mean, rstd, tx, tw, tb); the
+# statistics' tangents in gradrules ops
+_layer_norm_jvp = fused_forward_jvp(layer_norm_p, layer_norm_jvp_p, fixed=_layer_norm_fixed,
+                                    linear=(0, 1, 2), rest=_layer_norm_stat_tangents)
 
 
 # batching of the fused norms ---------------------------------------------------
@@ -190,18 +198,16 @@ def _group_norm_batch(args: Any, dims: Any, *, num_groups: int, eps: float
     (x, weight, bias), (dx, dw, db) = args, dims
     x = bdim_to_front(x, dx, size)
     shape = np.shape(x)
-    n = size * shape[1]
 
     def fold(a: Any, d: int | None) -> Any:
         if d is None:
             return a
         a = align_front(moveaxis(a, d, 0), len(shape))
-        a = broadcast_to(a, (size, shape[1]) + np.shape(a)[2:])
-        return reshape(a, (n,) + np.shape(a)[2:])
+        return fold_batch(broadcast_to(a, (size, shape[1]) + np.shape(a)[2:]), 0, size)
 
-    out = group_norm_p.bind(reshape(x, (n,) + shape[2:]), fold(weight, dw), fold(bias, db),
+    out = group_norm_p.bind(fold_batch(x, 0, size), fold(weight, dw), fold(bias, db),
                             num_groups=num_groups, eps=eps)
-    return reshape(out, shape), 0
+    return unfold_batch(out, size, shape[1]), 0
 
 
 register_rules(group_norm_p, jvp=composite_jvp(group_norm_p, _group_norm_composite, linear=0),

@@ -1,7 +1,7 @@
 """Rules of the resample family.
 
 Every primitive here acts on trailing image axes with any leading axes, so
-``trailing_batch`` moves the batch axis in front and binds once. The
+``front_batch`` moves the batch axis in front and binds once. The
 separable maps ``A x B^T`` transpose to the einsum with ``A^T`` and ``B^T``;
 pixel_shuffle and pixel_unshuffle, unpatchify and patchify are each other's
 transposes; grid_sample2d's transpose in x is its scatter-add adjoint, and
@@ -23,14 +23,8 @@ from ..primitives.linalg import einsum_p
 from ..primitives.resample import (SEPARABLE, grid_sample2d_p, grid_sample2d_transpose_p,
                                    patchify_p, pixel_shuffle_p, pixel_unshuffle_p, unpatchify_p,
                                    upsample2d_p)
-from ..primitives.shape import reshape_p
-from ._common import add_tangents, batch_size, bdim_to_front, linear_jvp
-
-
-def trailing_batch(prim: Primitive, args: Any, dims: Any, **params: Any) -> Any:
-    """Batching of a one-operand primitive that takes any leading axes."""
-    out = prim.bind(bdim_to_front(args[0], dims[0]), **params)
-    return (out, (0,) * len(out)) if prim.multiple_results else (out, 0)
+from ._common import (add_tangents, front_batch, linear_jvp, reshape_axis_into,
+                      reshape_axis_out_of, to_front)
 
 
 # separable linear maps -------------------------------------------------------
@@ -51,7 +45,7 @@ def _separable_transpose(prim: Primitive, ct: Any, x: Any, **params: Any) -> lis
 def register_separable(prim: Primitive) -> None:
     register_rules(prim, jvp=partial(linear_jvp, prim),
                    transpose=partial(_separable_transpose, prim),
-                   batch=partial(trailing_batch, prim))
+                   batch=partial(front_batch, prim))
 
 
 register_separable(upsample2d_p)
@@ -65,7 +59,7 @@ def _inverse_transpose(inverse: Primitive, ct: Any, x: Any, **params: Any) -> li
 for _p, _inv in ((pixel_shuffle_p, pixel_unshuffle_p), (pixel_unshuffle_p, pixel_shuffle_p),
                  (unpatchify_p, patchify_p), (patchify_p, unpatchify_p)):
     register_rules(_p, jvp=partial(linear_jvp, _p), transpose=partial(_inverse_transpose, _inv),
-                   batch=partial(trailing_batch, _p))
+                   batch=partial(front_batch, _p))
 
 
 # grid_sample2d ---------------------------------------------------------------
@@ -139,12 +133,10 @@ def _grid_sample2d_transpose_transpose(ct: Any, ct_in: Any, grid: Any, *,
 def _fold_batch(prim: Primitive, args: Any, dims: Any, **params: Any) -> tuple[Any, int]:
     """Both operands [N, ...]: the batch axis (an unbatched operand broadcast
     along it) is merged into N, one primitive, then split out again."""
-    size = batch_size(args, dims)
-    fronted = [bdim_to_front(a, d, size) for a, d in zip(args, dims)]
-    n = np.shape(fronted[0])[1]
-    out = prim.bind(*[reshape_p.bind(a, new_sizes=(size * n,) + tuple(np.shape(a)[2:]))
-                      for a in fronted], **params)
-    return reshape_p.bind(out, new_sizes=(size, n) + tuple(np.shape(out)[1:])), 0
+    fronted = to_front(args, dims)
+    size, n = np.shape(fronted[0])[:2]
+    out = prim.bind(*[reshape_axis_into(0, 0, a) for a in fronted], **params)
+    return reshape_axis_out_of(0, size, out, n), 0
 
 
 register_rules(grid_sample2d_p, jvp=_grid_sample2d_jvp, transpose=_grid_sample2d_transpose,

@@ -12,8 +12,9 @@ from .. import _jax
 from .._jax import is_zero
 from ..core.primitive import register_rules
 from ..primitives.rope import rope_p
-from ..primitives.shape import broadcast_to_p, expand_dims_p, reshape_p
+from ..primitives.shape import broadcast_to_p, expand_dims_p
 from ._common import batch_size, bdim_to_front
+from ._fused import fold_batch, unfold_batch
 
 
 def _rope_jvp(primals: Any, tangents: Any, *, theta: float, inverse: bool,
@@ -37,17 +38,15 @@ def _rope_batch(args: Any, dims: Any, *, theta: float, inverse: bool,
     shared when unbatched, otherwise [n * B, S])."""
     (x, positions), (dx, dp) = args, dims
     n = batch_size(args, dims)
-    x = bdim_to_front(x, dx, n)
-    b, s = np.shape(x)[1:3]
-    x = reshape_p.bind(x, new_sizes=(n * b,) + np.shape(x)[2:])
+    b, s = [m for i, m in enumerate(np.shape(x)) if i != dx][:2]
+    x = fold_batch(x, dx, n)
     if dp is not None or np.ndim(positions) == 2:
         positions = bdim_to_front(positions, dp, n)
         if np.ndim(positions) == 2:                # [n, S]: one row per vmapped example
             positions = expand_dims_p.bind(positions, axes=(1,))
-        positions = broadcast_to_p.bind(positions, shape=(n, b, s))
-        positions = reshape_p.bind(positions, new_sizes=(n * b, s))
+        positions = fold_batch(broadcast_to_p.bind(positions, shape=(n, b, s)), 0, n)
     out = rope_p.bind(x, positions, theta=theta, inverse=inverse, kernel=kernel)
-    return reshape_p.bind(out, new_sizes=(n, b) + np.shape(out)[1:]), 0
+    return unfold_batch(out, n, b), 0
 
 
 register_rules(rope_p, jvp=_rope_jvp, transpose=_rope_transpose, batch=_rope_batch)

@@ -19,7 +19,7 @@ from ..primitives.compare import eq, where
 from ..primitives.indexing import take_along_axis_p
 from ..primitives.scan import cummax_p, cumprod_p, cumsum_p, linear_recurrence_p
 from ..primitives.shape import broadcast_in_dim_p
-from ._common import add_tangents, batch_size, bdim_to_front, linear_jvp
+from ._common import add_tangents, linear_jvp, shifted_front_batch
 
 
 def axis_batch(prim: Any, args: Any, dims: Any, *, axis: int, **params: Any
@@ -28,15 +28,11 @@ def axis_batch(prim: Any, args: Any, dims: Any, *, axis: int, **params: Any
     axes in place (scans, sort, topk): the batch axis stays where it is and
     ``axis`` moves past it. Several operands are brought to a common front
     batch axis first (an unbatched one is broadcast)."""
-    if len(args) == 1:
+    if len(args) == 1:   # the batch axis stays, axis moves past it
         (x,), (d,) = args, dims
         out = prim.bind(x, axis=axis + (d <= axis), **params)
-    else:
-        size = batch_size(args, dims)
-        out = prim.bind(*[bdim_to_front(a, d, size) for a, d in zip(args, dims)],
-                        axis=axis + 1, **params)
-        d = 0
-    return out, ((d,) * len(out) if prim.multiple_results else d)
+        return out, ((d,) * len(out) if prim.multiple_results else d)
+    return shifted_front_batch(prim, ("axis",), args, dims, axis=axis, **params)
 
 
 # cumsum ----------------------------------------------------------------------

@@ -11,7 +11,7 @@ from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR, ZERO_DERIVATIVE
 from ..primitives import unary as u
 from ..primitives.arithmetic import add, divide, multiply, subtract
-from ._common import chain_rule, linear_jvp, unary_batch
+from ._common import linear_jvp, register_elementwise_rules, unary_batch
 
 
 def _abs_dx(x: Any, out: Any) -> Any:
@@ -119,9 +119,7 @@ _PARTIALS = {
     u.cosh_p: _cosh_dx, u.tanh_p: _tanh_dx, u.asinh_p: _asinh_dx, u.acosh_p: _acosh_dx,
     u.atanh_p: _atanh_dx,
 }
-for _p, _d in _PARTIALS.items():
-    register_rules(_p, jvp=chain_rule(_p, _d), transpose=NOT_LINEAR,
-                   batch=partial(unary_batch, _p))
+register_elementwise_rules(_PARTIALS)
 
 
 def _neg_transpose(ct: Any, x: Any) -> list[Any]:

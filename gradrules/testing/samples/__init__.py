@@ -64,7 +64,6 @@ class OpInfo:
     dtypes: tuple[str, ...] | None = None
     fd_tol: Tol = field(default_factory=Tol)
     fd_eps: float = 1e-5
-    dtype_tol: float = 1.0      # multiplies the per-dtype tolerance of the dtypes check
 
 
 def floats(rng: np.random.Generator, shape: Sequence[int], lo: float = -2.0,
@@ -94,6 +93,15 @@ def binary_samples(lo: float = -2.0, hi: float = 2.0, ylo: float | None = None,
         hi2 = hi if yhi is None else yhi
         return [Sample((floats(rng, a, lo, hi), floats(rng, b, lo2, hi2)), dict(kwargs))
                 for a, b in shapes]
+    return make
+
+
+
+def chain(*makers: Callable[[np.random.Generator], list[Sample]]
+          ) -> Callable[[np.random.Generator], list[Sample]]:
+    """The samples of every maker in turn, all drawn from the one generator."""
+    def make(rng: np.random.Generator) -> list[Sample]:
+        return [s for maker in makers for s in maker(rng)]
     return make
 
 

@@ -8,21 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from . import NUMERIC_DTYPES, OpInfo, Sample, unary_samples
+from . import NUMERIC_DTYPES, OpInfo, Sample, chain, unary_samples
 
 Make = Callable[[np.random.Generator], list[Sample]]
 LARGE = np.array([-800.0, -40.0, 35.0, 700.0])   # exp(|x|) overflows float64 beyond 709
 
 
-def _with(base: Make, *extra: tuple[np.ndarray | None, dict[str, Any]]) -> Make:
-    """``base`` samples plus one sample per (array, kwargs); a None array is
-    a (3,) draw on [-2, 2)."""
+def _one(x: np.ndarray | None = None, **kwargs: Any) -> Make:
+    """One sample: ``x`` (a copy) or, for None, a (3,) draw on [-2, 2)."""
     def make(rng: np.random.Generator) -> list[Sample]:
-        out = base(rng)
-        for x, kw in extra:
-            out.append(Sample((rng.uniform(-2.0, 2.0, (3,)) if x is None else x.copy(),),
-                              dict(kw)))
-        return out
+        return [Sample((rng.uniform(-2.0, 2.0, (3,)) if x is None else x.copy(),), dict(kwargs))]
     return make
 
 
@@ -36,16 +31,16 @@ def _gelu(rng: np.random.Generator) -> list[Sample]:
 _SMOOTH = unary_samples(-4.0, 4.0)
 
 OPINFOS = [
-    OpInfo("sigmoid", _with(_SMOOTH, (LARGE, {}))),
-    OpInfo("log_sigmoid", _with(_SMOOTH, (LARGE, {}))),
+    OpInfo("sigmoid", chain(_SMOOTH, _one(LARGE))),
+    OpInfo("log_sigmoid", chain(_SMOOTH, _one(LARGE))),
     OpInfo("relu", unary_samples(-2.0, 2.0), dtypes=NUMERIC_DTYPES),
-    OpInfo("leaky_relu", _with(unary_samples(-2.0, 2.0), (None, {"negative_slope": 0.2}))),
-    OpInfo("hardtanh", _with(unary_samples(-2.0, 2.0), (None, {"min_val": -0.5, "max_val": 1.5}))),
+    OpInfo("leaky_relu", chain(unary_samples(-2.0, 2.0), _one(negative_slope=0.2))),
+    OpInfo("hardtanh", chain(unary_samples(-2.0, 2.0), _one(min_val=-0.5, max_val=1.5))),
     OpInfo("hardswish", unary_samples(-4.0, 4.0)),
-    OpInfo("silu", _with(_SMOOTH, (LARGE, {}))),
+    OpInfo("silu", chain(_SMOOTH, _one(LARGE))),
     OpInfo("gelu", _gelu),
-    OpInfo("softplus", _with(unary_samples(-4.0, 4.0, ((2, 3), ())), (LARGE, {}),
-                             (None, {"beta": 2.0, "threshold": 3.0}))),
-    OpInfo("clamp", _with(unary_samples(-2.0, 2.0, ((2, 3),), min=-1.0, max=1.0),
-                          (None, {"min": 0.0}), (None, {"max": 1.0})), dtypes=NUMERIC_DTYPES),
+    OpInfo("softplus", chain(unary_samples(-4.0, 4.0, ((2, 3), ())), _one(LARGE),
+                             _one(beta=2.0, threshold=3.0))),
+    OpInfo("clamp", chain(unary_samples(-2.0, 2.0, ((2, 3),), min=-1.0, max=1.0),
+                          _one(min=0.0), _one(max=1.0)), dtypes=NUMERIC_DTYPES),
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import NUMERIC_DTYPES, OpInfo, Sample, Tol, floats
+from . import NUMERIC_DTYPES, OpInfo, Sample, floats
 
 
 def _matmul(rng: np.random.Generator) -> list[Sample]:
@@ -29,15 +29,19 @@ def _bmm(rng: np.random.Generator) -> list[Sample]:
 
 
 def _addmm(rng: np.random.Generator) -> list[Sample]:
-    return [Sample((floats(rng, (2, 3)), floats(rng, (2, 4)), floats(rng, (4, 3)))),
-            Sample((floats(rng, (3,)), floats(rng, (2, 2)), floats(rng, (2, 3))),
-                   {"beta": 0.5, "alpha": -2.0})]
+    """Every way the bias broadcasts to [m, n]: full, a row, a column, a scalar."""
+    f = lambda *s: floats(rng, s)  # noqa: E731
+    return [Sample((f(2, 3), f(2, 4), f(4, 3))),
+            Sample((f(3,), f(2, 2), f(2, 3)), {"beta": 0.5, "alpha": -2.0}),
+            Sample((f(3, 1), f(3, 2), f(2, 4)), {"alpha": 2.0}),
+            Sample((f(), f(3, 2), f(2, 4)), {"beta": -1.5})]
 
 
 def _linear(rng: np.random.Generator) -> list[Sample]:
     return [Sample((floats(rng, (2, 3)), floats(rng, (3, 4)), floats(rng, (4,)))),
             Sample((floats(rng, (2, 1, 3)), floats(rng, (3, 2)))),
-            Sample((floats(rng, (3,)), floats(rng, (3, 2)), floats(rng, (2,))))]
+            Sample((floats(rng, (3,)), floats(rng, (3, 2)), floats(rng, (2,)))),
+            Sample((floats(rng, (2, 3, 3)), floats(rng, (3, 4)), floats(rng, (4,))))]
 
 
 def _einsum(rng: np.random.Generator) -> list[Sample]:
@@ -64,5 +68,5 @@ OPINFOS = [
     OpInfo("addmm", _addmm),
     OpInfo("linear", _linear),
     OpInfo("einsum", _einsum),
-    OpInfo("fused_gemm_epilogue", _fused_gemm_epilogue, fd_tol=Tol(1e-5, 1e-5)),
+    OpInfo("fused_gemm_epilogue", _fused_gemm_epilogue),
 ]

@@ -42,8 +42,8 @@ def _linear_recurrence(rng: np.random.Generator) -> list[Sample]:
 
 
 OPINFOS = [
-    OpInfo("cumsum", _cumsum, dtypes=NUMERIC_DTYPES, dtype_tol=4.0),
-    OpInfo("cumprod", _cumprod, dtypes=NUMERIC_DTYPES, dtype_tol=4.0),
+    OpInfo("cumsum", _cumsum, dtypes=NUMERIC_DTYPES),
+    OpInfo("cumprod", _cumprod, dtypes=NUMERIC_DTYPES),
     OpInfo("cummax", _cummax, dtypes=NUMERIC_DTYPES),
     OpInfo("linear_recurrence", _linear_recurrence),
 ]

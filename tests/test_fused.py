@@ -1,0 +1,70 @@
+"""Properties every fused op shares (DESIGN.md, "Fused ops and kernels"),
+one test body each, over the registry: ``jax.grad`` binds the backward
+primitive and not the tangent map, ``jax.jacfwd`` the tangent map and not
+the backward; the ``kernel`` param follows ``gradrules.config`` and shows in
+the jaxpr, and the Pallas kernels that do not exist yet raise
+NotImplementedError naming the op. Each op runs on its first sample."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import gradrules
+from gradrules import _jax
+from gradrules.core.registry import PRIMITIVES
+from gradrules.testing.samples import samples_for
+
+FUSED = [op for op in gradrules.list_ops() if len(op.primitives) == 3]
+KERNELED = [op for op in gradrules.list_ops()
+            if any("kernel" in PRIMITIVES[p].params for p in op.primitives)]
+
+
+def _primitives(fn, *args):
+    return {p.name for p, _ in _jax.jaxpr_primitives(jax.make_jaxpr(fn)(*args))}
+
+
+def _call(op):
+    """(f, diff_args): the op on its first sample as a function of its
+    differentiable array operands, and those operands."""
+    sample = samples_for(op.name)[0]
+    args = list(sample.args)
+    diff = [i for i, name in enumerate(op.operands[:len(args)]) if name not in op.nondiff]
+
+    def f(*xs):
+        full = list(args)
+        for i, x in zip(diff, xs):
+            full[i] = x
+        return op.fn(*full, **sample.kwargs)
+
+    return f, [args[i] for i in diff]
+
+
+def test_the_tables_are_not_empty():
+    assert {"softmax", "log_softmax", "cross_entropy", "fused_linear_cross_entropy", "rms_norm",
+            "layer_norm", "attention", "silu_gated"} <= {op.name for op in FUSED}
+    assert "rope" in {op.name for op in KERNELED}
+
+
+@pytest.mark.parametrize("op", FUSED, ids=lambda op: op.name)
+def test_grad_binds_the_backward_and_jacfwd_the_tangent_map(op):
+    forward, tangent_map, backward = (p.name for p in op.primitives)
+    f, xs = _call(op)
+    argnums = tuple(range(len(xs)))
+    loss = lambda *a: sum(jnp.sum(jnp.square(o)) for o in jax.tree_util.tree_leaves(f(*a)))  # noqa: E731
+    grad = _primitives(jax.grad(loss, argnums), *xs)
+    assert {forward, backward} <= grad and tangent_map not in grad, grad
+    fwd = _primitives(jax.jacfwd(f, argnums), *xs)
+    assert tangent_map in fwd and backward not in fwd, fwd
+
+
+@pytest.mark.parametrize("kernel", ["pallas", "interpret"])
+@pytest.mark.parametrize("op", KERNELED, ids=lambda op: op.name)
+def test_a_pallas_kernel_that_is_not_there_raises(op, kernel):
+    f, xs = _call(op)
+    assert "kernel=auto" in str(jax.make_jaxpr(f)(*xs))
+    with gradrules.config.using(kernel=kernel):
+        f, xs = _call(op)            # a new function: make_jaxpr caches traces per function
+        assert f"kernel={kernel}" in str(jax.make_jaxpr(f)(*xs))
+        with pytest.raises(NotImplementedError, match=rf"gradrules\.{op.name}: kernel="
+                                                      rf"'{kernel}' has no Pallas kernel yet"):
+            jax.block_until_ready(f(*xs))
