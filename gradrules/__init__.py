@@ -69,29 +69,17 @@ from .primitives.gated import silu_gated as silu_gated
 from .primitives.gated import gelu_gated as gelu_gated
 from .primitives.gated import silu_rowsplit as silu_rowsplit
 
-# indexing
-from .primitives.indexing import gather as gather
-from .primitives.indexing import take as take
-from .primitives.indexing import index_select as index_select
-from .primitives.indexing import take_along_axis as take_along_axis
-from .primitives.indexing import scatter_add as scatter_add
-from .primitives.indexing import embedding as embedding
-from .primitives.indexing import c_embedding as c_embedding
-from .primitives.indexing import one_hot as one_hot
-from .primitives.indexing import scatter as scatter
-from .primitives.indexing import scatter_reduce as scatter_reduce
-from .primitives.indexing import index_put as index_put
-from .primitives.indexing import set_value as set_value
-from .primitives.indexing import slice_scatter as slice_scatter
+# gather
+from .primitives.gather import gather as gather
+from .primitives.gather import take as take
+from .primitives.gather import index_select as index_select
+from .primitives.gather import take_along_axis as take_along_axis
+from .primitives.gather import embedding as embedding
+from .primitives.gather import c_embedding as c_embedding
+from .primitives.gather import one_hot as one_hot
 
 # layout
-from .primitives.layout import slice as slice
-from .primitives.layout import row_slice as row_slice
-from .primitives.layout import select as select
-from .primitives.layout import dynamic_slice as dynamic_slice
-from .primitives.layout import dynamic_update_slice as dynamic_update_slice
 from .primitives.layout import concatenate as concatenate
-from .primitives.layout import split as split
 from .primitives.layout import pad as pad
 from .primitives.layout import tile as tile
 from .primitives.layout import repeat as repeat
@@ -179,6 +167,14 @@ from .primitives.scan import cumprod as cumprod
 from .primitives.scan import cummax as cummax
 from .primitives.scan import linear_recurrence as linear_recurrence
 
+# scatter
+from .primitives.scatter import scatter_add as scatter_add
+from .primitives.scatter import scatter as scatter
+from .primitives.scatter import scatter_reduce as scatter_reduce
+from .primitives.scatter import index_put as index_put
+from .primitives.scatter import set_value as set_value
+from .primitives.scatter import slice_scatter as slice_scatter
+
 # shape
 from .primitives.shape import reshape as reshape
 from .primitives.shape import transpose as transpose
@@ -188,6 +184,14 @@ from .primitives.shape import broadcast_to as broadcast_to
 from .primitives.shape import expand_dims as expand_dims
 from .primitives.shape import unsqueeze as unsqueeze
 from .primitives.shape import squeeze as squeeze
+
+# slicing
+from .primitives.slicing import slice as slice
+from .primitives.slicing import row_slice as row_slice
+from .primitives.slicing import select as select
+from .primitives.slicing import dynamic_slice as dynamic_slice
+from .primitives.slicing import dynamic_update_slice as dynamic_update_slice
+from .primitives.slicing import split as split
 
 # softmax
 from .primitives.softmax import softmax as softmax

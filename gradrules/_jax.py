@@ -2,20 +2,31 @@
 
 Everything that reaches into ``jax._src`` or into the transformation
 registries (``ad.primitive_jvps``, ``batching.primitive_batchers``,
-``mlir.register_lowering``) goes through the small functions below, so a change
-of JAX's internals between releases (0.10.x and 0.11.x are supported) is
-absorbed here and nowhere else.
+``mlir.register_lowering``, JAX's configuration states) goes through the
+small functions below, so a change of JAX's internals between releases
+(0.10.x and 0.11.x are supported) is absorbed here and nowhere else.
+
+It also names the types of the rule contracts, used in every rule signature:
+
+* ``Tangent``: an array or a symbolic zero (``Zero``), what a JVP rule
+  receives per operand and may return per output;
+* ``Cotangent``: the same for transpose rules;
+* ``MaybeUndefined``: a transpose rule's operand, an array (held fixed) or an
+  ``UndefinedPrimal`` (an operand the primitive is linear in);
+* ``BatchDim``: the vmapped axis of a batching rule's operand, ``None`` when
+  the operand is not batched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
 import jax
+from jax._src import config as _config
 from jax._src import dispatch as _dispatch
 from jax._src.interpreters import ad as _ad
 from jax._src.interpreters import batching as _batching
@@ -25,16 +36,32 @@ from jax.core import ShapedArray
 from jax.extend.core import ClosedJaxpr, Jaxpr, Primitive
 
 __all__ = [
-    "ClosedJaxpr", "Jaxpr", "Primitive", "ShapedArray", "UndefinedPrimal", "Zero",
-    "float0", "is_undefined_primal", "is_zero", "iter_eqns",
-    "jaxpr_primitives", "new_primitive", "register_batch", "register_jvp",
-    "register_lowering", "register_transpose", "zero_tangent",
+    "Array", "BatchDim", "BatchResult", "ClosedJaxpr", "Cotangent", "Jaxpr", "JvpResult",
+    "MaybeUndefined", "Primitive", "ShapedArray", "Tangent", "UndefinedPrimal", "Zero",
+    "aval_of", "config_state", "float0", "is_undefined_primal", "is_zero", "iter_eqns",
+    "jaxpr_primitives", "new_primitive", "register_abstract_eval", "register_batch",
+    "register_jvp", "register_lowering", "register_transpose", "registered_rules",
+    "set_config", "zero_cotangent", "zero_tangent",
 ]
 
 Zero = _ad.Zero
 UndefinedPrimal = _ad.UndefinedPrimal
 float0 = jax.dtypes.float0
 
+# ---------------------------------------------------- rule-contract types
+Array: TypeAlias = jax.Array
+Tangent: TypeAlias = "jax.Array | Zero"
+"""A tangent: an array, or a symbolic zero (``Zero``) for an operand that does not move."""
+Cotangent: TypeAlias = "jax.Array | Zero"
+"""A cotangent: an array, or a symbolic zero."""
+MaybeUndefined: TypeAlias = "jax.Array | UndefinedPrimal"
+"""A transpose rule's operand: a known array, or ``UndefinedPrimal`` (linear in it)."""
+BatchDim: TypeAlias = "int | None"
+"""The vmapped axis of a batching rule's operand (``None``: not batched)."""
+JvpResult: TypeAlias = "tuple[Any, Any]"
+"""``(primal_out, tangent_out)``; lists for a primitive with several results."""
+BatchResult: TypeAlias = "tuple[Any, Any]"
+"""``(out, out_dim)``; lists for a primitive with several results."""
 
 _typeof = getattr(jax, "typeof", None) or getattr(jax.core, "get_aval")
 
@@ -68,7 +95,8 @@ def register_abstract_eval(prim: Primitive, rule: Callable[..., Any]) -> None:
 
 def register_lowering(prim: Primitive, fn: Callable[..., Any], *, multiple_results: bool,
                       platform: str | None = None) -> None:
-    """Lower ``prim`` by tracing ``fn`` (a function of arrays and params)."""
+    """Lower ``prim`` by tracing ``fn`` (a function of arrays and params) on
+    ``platform`` (every platform when None)."""
     _mlir.register_lowering(prim, _mlir.lower_fun(fn, multiple_results=multiple_results),
                             platform=platform)
 
@@ -88,16 +116,24 @@ def register_batch(prim: Primitive, rule: Callable[..., Any]) -> None:
     _batching.primitive_batchers[prim] = rule
 
 
-def has_jvp(prim: Primitive) -> bool:
-    return prim in _ad.primitive_jvps
+def registered_rules(prim: Primitive) -> dict[str, Any]:
+    """The JVP and transpose rules JAX holds for ``prim`` (None where it has
+    none), as ``register_jvp`` / ``register_transpose`` left them. (JAX wraps
+    batching rules in a closure of its own, so there is no batching entry.)"""
+    return {"jvp": _ad.primitive_jvps.get(prim),
+            "transpose": _ad.primitive_transposes.get(prim)}
 
 
-def has_transpose(prim: Primitive) -> bool:
-    return prim in _ad.primitive_transposes
+def config_state(name: str, values: Sequence[str], default: str, help: str) -> Any:
+    """A JAX configuration state (``jax.config.update(name, v)``, or ``with
+    state(v):``) that is part of the jit cache key and of the trace context,
+    so a jitted function traced under one value is traced again under another."""
+    return _config.enum_state(name, tuple(values), default, help, include_in_jit_key=True,
+                              include_in_trace_context=True)
 
 
-def has_batch(prim: Primitive) -> bool:
-    return prim in _batching.fancy_primitive_batchers
+def set_config(name: str, value: Any) -> None:
+    jax.config.update(name, value)
 
 
 def is_undefined_primal(x: Any) -> bool:
@@ -124,9 +160,14 @@ def zero_tangent(aval_or_value: Any) -> Zero:
     return Zero(ShapedArray(aval.shape, tangent_dtype(aval.dtype)))
 
 
+def zero_cotangent(operand: MaybeUndefined) -> Zero:
+    """The symbolic-zero cotangent of an undefined (linear) transpose operand."""
+    return Zero(operand.aval.to_ct_aval())
+
+
 def aval_of(x: Any) -> ShapedArray:
-    """The abstract value of an array, tracer or UndefinedPrimal."""
-    if isinstance(x, UndefinedPrimal):
+    """The abstract value of an array, tracer, UndefinedPrimal or symbolic zero."""
+    if isinstance(x, (UndefinedPrimal, Zero)):
         return x.aval
     if isinstance(x, ShapedArray):
         return x
@@ -156,7 +197,3 @@ def jaxpr_primitives(closed: ClosedJaxpr) -> list[tuple[Primitive, tuple[str, ..
         out.append((eqn.primitive, tuple(str(v.aval.dtype) for v in eqn.outvars
                                          if hasattr(v.aval, "dtype"))))
     return out
-
-
-def jax_version() -> tuple[int, ...]:
-    return tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit())

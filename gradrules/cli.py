@@ -7,38 +7,102 @@ import sys
 import time
 from collections.abc import Sequence
 
-from .core.registry import RULE_KINDS, list_ops
+from .core.registry import (RULE_KINDS, PrimitiveInfo, OpDef, close_matches, families,
+                            get_op, list_ops, rule_locations, rule_name, source_location)
+
+
+def _resolve_names(names: Sequence[str]) -> list[OpDef] | str:
+    """The ops named (an op or alias, else a family, each), or a one-line error
+    listing close matches for the first unknown name."""
+    ops: list[OpDef] = []
+    for name in names:
+        try:
+            found = [get_op(name)]
+        except KeyError:
+            if name not in families():
+                close = close_matches(name, families())
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                return f"gradrules: no op or family named {name!r}{hint}"
+            found = list_ops(name)
+        ops += [op for op in found if op not in ops]
+    return ops
+
+
+def _rule_rows(info: PrimitiveInfo) -> list[tuple[str, str, str]]:
+    """(what, rule, where) for the infer_meta, lowerings and rules of a primitive."""
+    rows = [("infer_meta", rule_name(info.infer_meta), ", ".join(rule_locations(info.infer_meta)))]
+    for key, fn in info.lowerings.items():
+        rows.append((f"lowering[{key}]", rule_name(fn), ", ".join(rule_locations(fn))))
+    for kind in RULE_KINDS:
+        rule = info.rules.get(kind)
+        rows.append((kind, info.rule_status(kind), ", ".join(rule_locations(rule))))
+    return rows
+
+
+def _print_op(op: OpDef) -> None:
+    linear = " | ".join(",".join(g) for g in op.linear) or "-"
+    ref = source_location(op.reference) if op.reference is not None else "-"
+    print(f"{op.name}  (family {op.family}; operands {', '.join(op.operands)}; "
+          f"linear in {linear}; reference {ref})")
+    for info in op.primitive_infos:
+        lin = f"  linear in {', '.join(info.linear)}" if info.linear else ""
+        print(f"  {info.name}{lin}")
+        rows = _rule_rows(info)
+        w0 = max(len(r[0]) for r in rows)
+        w1 = max(len(r[1]) for r in rows)
+        for what, rule, where in rows:
+            print(f"    {what.ljust(w0)}  {rule.ljust(w1)}  {where}".rstrip())
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    rows = []
-    for op in list_ops():
-        gaps = op.gaps()
-        if args.missing and not gaps:
-            continue
-        for info in op.primitive_infos:
-            rules = [info.rule_status(k) for k in RULE_KINDS]
-            rows.append((op.name, op.family, info.name, *rules,
-                         " | ".join(",".join(g) for g in op.linear) or "-",
-                         op.kernel or "-", "; ".join(gaps) or "ok"))
-    if not rows:
-        return 0
-    head = ("op", "family", "primitive", "jvp", "transpose", "batch", "linear in", "kernel",
-            "missing")
+    from .testing import manifest_gaps   # the sample table: only when --missing asks
+    if args.names:
+        found = _resolve_names(args.names)
+        if isinstance(found, str):
+            print(found, file=sys.stderr)
+            return 2
+        ops = found
+    else:
+        ops = list_ops()
     if args.missing:
-        for r in rows:
-            print(f"{r[0]} ({r[2]}): missing {r[-1]}")
+        for op in ops:
+            gaps = manifest_gaps(op)
+            for info in op.primitive_infos if gaps else ():
+                print(f"{op.name} ({info.name}): missing {'; '.join(gaps)}")
         return 0
+    if args.names:
+        for op in ops:
+            _print_op(op)
+        return 0
+    rows = []
+    for op in ops:
+        for info in op.primitive_infos:
+            rows.append((op.name, op.family, info.name, *(info.rule_status(k) for k in RULE_KINDS),
+                         " | ".join(",".join(g) for g in op.linear) or "-",
+                         ",".join(info.lowerings)))
+    head = ("op", "family", "primitive", "jvp", "transpose", "batch", "linear in", "lowerings")
     widths = [min(max(len(str(x)) for x in col), 40) for col in zip(head, *rows)]
     for row in [head, tuple("-" * w for w in widths), *rows]:
-        print("  ".join(str(x)[:40].ljust(w) for x, w in zip(row, widths)))
-    print(f"{len(list_ops())} ops")
+        print("  ".join(str(x)[:40].ljust(w) for x, w in zip(row, widths)).rstrip())
+    print(f"{len(ops)} ops; `gradrules list OP|FAMILY` shows each rule's file:line")
     return 0
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from .testing.check import CHECKS, check_all
-    names = args.ops or [o.name for o in list_ops()]
+    if args.ops:
+        found = _resolve_names(args.ops)
+        if isinstance(found, str):
+            print(found, file=sys.stderr)
+            return 2
+        names = [op.name for op in found]
+    else:
+        names = [o.name for o in list_ops()]
+    unknown = sorted(set(args.checks or ()) - set(CHECKS))
+    if unknown:
+        print(f"gradrules: unknown checks {unknown}; known: {', '.join(CHECKS)}",
+              file=sys.stderr)
+        return 2
     total = len(names)
     done = [0]
     start = time.perf_counter()
@@ -79,12 +143,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gradrules", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("list", help="print the op manifest")
+    p = sub.add_parser("list", help="print the op manifest (an op's or family's rules with "
+                                    "their file:line when named)")
+    p.add_argument("names", nargs="*", metavar="OP|FAMILY",
+                   help="ops or families to show in detail (default: the whole manifest); "
+                        "a name that is both (softmax, gather) is the op")
     p.add_argument("--missing", action="store_true",
                    help="only ops with missing pieces (declared not-implemented "
                         "derivatives included)")
     p = sub.add_parser("check", help="run the rule checker")
-    p.add_argument("ops", nargs="*", help="ops to check (default: all)")
+    p.add_argument("ops", nargs="*", metavar="OP|FAMILY", help="ops to check (default: all)")
     p.add_argument("--checks", nargs="*", help="a subset of the checks")
     p.add_argument("-v", "--verbose", action="store_true", help="print every row")
     p = sub.add_parser("bench", help="time / memory / flops ratios against jax.numpy")

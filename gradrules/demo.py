@@ -43,7 +43,7 @@ from .primitives.arithmetic import residual_add
 from .primitives.attention import attention
 from .primitives.compare import where
 from .primitives.gated import silu_gated
-from .primitives.indexing import embedding
+from .primitives.gather import embedding
 from .primitives.linalg import matmul
 from .primitives.loss import cross_entropy
 from .primitives.norm import rms_norm

@@ -8,7 +8,8 @@ import pytest
 import jax
 import jax.numpy as jnp
 
-from gradrules.primitives.attention import attention, attention_p
+from gradrules.core.kernels import Implementation
+from gradrules.primitives.attention import BlockSizes, attention, attention_p
 from gradrules.testing.check import check
 
 
@@ -168,7 +169,7 @@ def test_bf16_accumulates_in_float32():
     q, k, v = (jnp.asarray(x, jnp.bfloat16) for x in _qkv(rng, 1, 16, 16, 2, 1, 8))
     out, lse = jax.eval_shape(lambda q, k, v: attention_p.bind(
         q, k, v, np.ones((1, 1, 1, 1), bool), np.zeros((1, 1, 1, 1), jnp.bfloat16),
-        causal=True, scale=0.3, block_q=4, block_k=4, kernel="xla"), q, k, v)
+        causal=True, scale=0.3, implementation=Implementation("xla", BlockSizes(4, 4))), q, k, v)
     assert out.dtype == jnp.bfloat16 and lse.dtype == jnp.float32
     got = attention(q, k, v, causal=True, block_q=4, block_k=4)
     assert got.dtype == jnp.bfloat16

@@ -27,7 +27,7 @@ def _toy(name: str):
 
 def test_register_rules_rejects_unknown_rule_names() -> None:
     p = _toy("toy_unknown")
-    with pytest.raises(TypeError, match="unknown rule 'jvpp'"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'jvpp'"):
         register_rules(p, jvpp=lambda primals, tangents, *, k: None)
 
 
@@ -97,6 +97,15 @@ def test_config_kernel_choice() -> None:
     assert gradrules.config.kernel == "auto"
     with pytest.raises(ValueError, match="kernel must be one of"):
         gradrules.config.set_kernel("cuda")
+    gradrules.config.kernel = "xla"          # the whole process, like set_kernel
+    try:
+        assert gradrules.config.kernel == "xla"
+        with gradrules.config.using(kernel="auto"):
+            assert gradrules.config.kernel == "auto"
+        assert gradrules.config.kernel == "xla"
+    finally:
+        gradrules.config.set_kernel("auto")
+    assert gradrules.config.kernel == "auto"
 
 
 def test_check_reports_a_wrong_rule() -> None:

@@ -1,9 +1,10 @@
 """Properties every fused op shares (DESIGN.md, "Fused ops and kernels"),
 one test body each, over the registry: ``jax.grad`` binds the backward
 primitive and not the tangent map, ``jax.jacfwd`` the tangent map and not
-the backward; the ``kernel`` param follows ``gradrules.config`` and shows in
-the jaxpr, and the Pallas kernels that do not exist yet raise
-NotImplementedError naming the op. Each op runs on its first sample."""
+the backward; the ``implementation`` param follows ``gradrules.config`` and
+shows in the jaxpr, a jitted function follows a later change of the config,
+and the Pallas kernels that do not exist yet raise NotImplementedError naming
+the op. Each op runs on its first sample."""
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +17,7 @@ from gradrules.testing.samples import samples_for
 
 FUSED = [op for op in gradrules.list_ops() if len(op.primitives) == 3]
 KERNELED = [op for op in gradrules.list_ops()
-            if any("kernel" in PRIMITIVES[p].params for p in op.primitives)]
+            if any(PRIMITIVES[p].has_implementation_param for p in op.primitives)]
 
 
 def _primitives(fn, *args):
@@ -61,10 +62,35 @@ def test_grad_binds_the_backward_and_jacfwd_the_tangent_map(op):
 @pytest.mark.parametrize("op", KERNELED, ids=lambda op: op.name)
 def test_a_pallas_kernel_that_is_not_there_raises(op, kernel):
     f, xs = _call(op)
-    assert "kernel=auto" in str(jax.make_jaxpr(f)(*xs))
+    assert "Implementation(kernel='auto'" in str(jax.make_jaxpr(f)(*xs))
     with gradrules.config.using(kernel=kernel):
-        f, xs = _call(op)            # a new function: make_jaxpr caches traces per function
-        assert f"kernel={kernel}" in str(jax.make_jaxpr(f)(*xs))
         with pytest.raises(NotImplementedError, match=rf"gradrules\.{op.name}: kernel="
                                                       rf"'{kernel}' has no Pallas kernel yet"):
             jax.block_until_ready(f(*xs))
+    with gradrules.config.using(kernel="xla"):
+        assert "Implementation(kernel='xla'" in str(jax.make_jaxpr(f)(*xs))
+
+
+def test_a_jitted_function_follows_the_kernel_config():
+    """The kernel choice is part of the jit cache key: the same jitted function,
+    called again under another choice, is traced again and lowered with it."""
+    traced = []
+
+    @jax.jit
+    def f(x):
+        traced.append(gradrules.config.kernel)
+        return gradrules.softmax(x)
+
+    x = jnp.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    with gradrules.config.using(kernel="xla"):
+        want = f(x)
+        assert "Implementation(kernel='xla'" in str(jax.make_jaxpr(f)(x))
+    assert "Implementation(kernel='auto'" in str(jax.make_jaxpr(f)(x))   # traced again
+    f(x)
+    with gradrules.config.using(kernel="xla"):
+        f(x)                                 # the first trace, from the cache
+    with gradrules.config.using(kernel="interpret"):
+        with pytest.raises(NotImplementedError, match="has no Pallas kernel yet"):
+            f(x)                             # traced again: softmax asks for its kernel
+    assert traced == ["xla", "auto", "interpret"], traced
+    assert jnp.allclose(f(x), want)

@@ -1,7 +1,6 @@
 """Layout: pad modes and their transposes at the borders, the pad value as
 a differentiable operand, tile's grad and double grad (the seed yaml),
-tensor_unfold's overlapping windows, the clip rule of dynamic_slice, and bad
-input."""
+tensor_unfold's overlapping windows, repeat and flip, and bad input."""
 
 import jax
 import jax.numpy as jnp
@@ -12,15 +11,10 @@ from gradrules.primitives import layout as lo
 from gradrules.primitives import reduction as red
 from gradrules.testing.check import check
 
+from _helpers import vjp_of
+
 RNG = np.random.default_rng(0)
 X = RNG.uniform(-1, 1, (3, 4))
-
-
-def _vjp(fn, x, w=None):
-    """The cotangent of x for the cotangent w (default 1, 2, 3, ...) of fn(x)."""
-    out, pullback = jax.vjp(fn, x)
-    w = np.arange(1.0, 1.0 + np.size(out)).reshape(np.shape(out)) if w is None else w
-    return pullback(w)[0], w
 
 
 # --------------------------------------------------------------------- pad
@@ -47,9 +41,9 @@ def test_pad_modes_match_torch_reflection_and_replication_pads() -> None:
 def test_pad_transposes_fold_the_borders_back(mode, widths) -> None:
     """The cotangent of every copy lands on the element it copies, as in the
     transpose of the gather that ``jnp.pad`` is."""
-    got, w = _vjp(lambda x: lo.pad(x, widths, mode=mode), X)
+    got, w = vjp_of(lambda x: lo.pad(x, widths, mode=mode), X)
     np_mode = {"replicate": "edge"}.get(mode, mode)
-    want, _ = _vjp(lambda x: jnp.pad(x, widths, mode=np_mode), X, w)
+    want, _ = vjp_of(lambda x: jnp.pad(x, widths, mode=np_mode), X, w)
     np.testing.assert_allclose(got, want, rtol=1e-14)
     # the same through jax.linear_transpose (the dot-product identity)
     ct = RNG.standard_normal(np.shape(lo.pad(X, widths, mode=mode)))
@@ -59,7 +53,7 @@ def test_pad_transposes_fold_the_borders_back(mode, widths) -> None:
 
 
 def test_pad_replicate_border_sums_every_copy() -> None:
-    g, _ = _vjp(lambda x: lo.pad(x, (2, 3), mode="replicate"), np.zeros(3), np.ones(8))
+    g, _ = vjp_of(lambda x: lo.pad(x, (2, 3), mode="replicate"), np.zeros(3), np.ones(8))
     np.testing.assert_array_equal(g, [3.0, 1.0, 4.0])
 
 
@@ -98,7 +92,7 @@ def test_tile_grad_and_double_grad_are_the_seed_yaml_ones() -> None:
     tile(grad_x_grad), both by composition (to order 3 in the sample table)."""
     x, reps = RNG.uniform(-1, 1, (2, 3)), (3, 2)
     out_grad = RNG.standard_normal((6, 6))
-    x_grad, _ = _vjp(lambda x: lo.tile(x, repeat_times=reps), x, out_grad)
+    x_grad, _ = vjp_of(lambda x: lo.tile(x, repeat_times=reps), x, out_grad)
     np.testing.assert_allclose(x_grad, out_grad.reshape(3, 2, 2, 3).sum((0, 2)), rtol=1e-14)
 
     def tile_grad(g):
@@ -121,10 +115,10 @@ def test_tensor_unfold_windows_and_the_fold_adds_overlaps() -> None:
     x = np.arange(7.0)
     out = lo.tensor_unfold(x, axis=0, size=3, step=2)
     np.testing.assert_array_equal(out, [[0, 1, 2], [2, 3, 4], [4, 5, 6]])
-    g, _ = _vjp(lambda x: lo.tensor_unfold(x, axis=0, size=3, step=2), x, np.ones((3, 3)))
+    g, _ = vjp_of(lambda x: lo.tensor_unfold(x, axis=0, size=3, step=2), x, np.ones((3, 3)))
     np.testing.assert_array_equal(g, [1, 1, 2, 1, 2, 1, 1])     # windows holding each x
     # a gap between windows: the elements no window holds get zero
-    g, _ = _vjp(lambda x: lo.tensor_unfold(x, axis=0, size=2, step=3), x, np.ones((2, 2)))
+    g, _ = vjp_of(lambda x: lo.tensor_unfold(x, axis=0, size=2, step=3), x, np.ones((2, 2)))
     np.testing.assert_array_equal(g, [1, 1, 0, 1, 1, 0, 0])
     np.testing.assert_array_equal(lo.tensor_fold(out, axis=0, size=3, step=2, length=7),
                                   x * [1, 1, 2, 1, 2, 1, 1])
@@ -138,81 +132,9 @@ def test_tensor_unfold_of_a_middle_axis() -> None:
     np.testing.assert_array_equal(out[:, 1, :, 1], x[:, 2])
 
 
-# -------------------------------------------------- slices and the clip rule
-def test_dynamic_slice_clips_the_start_so_the_block_fits() -> None:
-    x = np.arange(10.0)
-    for start, want in ((3, 3), (8, 6), (-1, 6), (-3, 6), (-20, 0)):
-        got = lo.dynamic_slice(x, np.array([start]), slice_sizes=(4,))
-        np.testing.assert_array_equal(got, x[want:want + 4])
-        np.testing.assert_array_equal(
-            lo.dynamic_update_slice(x, -np.ones(4), np.array([start]))[want:want + 4], -1.0)
-    # traced scalar starts under jit
-    f = jax.jit(lambda x, i: lo.dynamic_slice(x, (i, 1), slice_sizes=(2, 2)))
-    np.testing.assert_array_equal(f(X, jnp.int32(2)), X[1:3, 1:3])
-
-
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
-@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
-def test_narrow_start_indices_do_not_wrap_around(dtype, jit) -> None:
-    """An int8 start -1 on an axis of 300 is 299 (not 43); a uint8 start 250
-    is 250: values and gradients as numpy gives them."""
-    maybe_jit = jax.jit if jit else (lambda f: f)
-    x = np.arange(300.0)
-    start = np.array([-1 if dtype == np.int8 else 250], dtype)
-    at = 299 if dtype == np.int8 else 250
-    slice_ = maybe_jit(lambda x, s: lo.dynamic_slice(x, s, slice_sizes=(1,)))
-    np.testing.assert_array_equal(slice_(x, start), x[at:at + 1])
-    np.testing.assert_array_equal(slice_(x, (start[0],)), x[at:at + 1])
-    g = jax.grad(lambda x: red.sum(slice_(x, start)))(x)
-    np.testing.assert_array_equal(np.nonzero(g)[0], [at])
-    update = maybe_jit(lambda x, u, s: lo.dynamic_update_slice(x, u, s))
-    np.testing.assert_array_equal(np.nonzero(update(x, -np.ones(1), start) < 0)[0], [at])
-    gu = jax.grad(lambda u: red.sum(update(x, u, start) * x))(np.zeros(1))
-    np.testing.assert_array_equal(gu, [float(at)])
-
-
-def test_vmap_of_dynamic_slice_with_batched_starts_binds_it_once() -> None:
-    starts = np.array([[0, 1], [2, 0], [1, 2]])
-    fn = jax.vmap(lambda s: lo.dynamic_slice(X, s, slice_sizes=(2, 2)))
-    jaxpr = jax.make_jaxpr(fn)(starts)
-    assert sum(e.primitive.name == "dynamic_slice" for e in jaxpr.jaxpr.eqns) == 1
-    np.testing.assert_array_equal(fn(starts), [X[a:a + 2, b:b + 2] for a, b in
-                                               [(0, 1), (1, 0), (1, 2)]])
-
-
-def test_dynamic_update_slice_overwritten_elements_get_zero_gradient() -> None:
-    (gx, gu), w = jax.grad(lambda x, u: red.sum(lo.dynamic_update_slice(x, u, (1, 2)) * X),
-                           argnums=(0, 1))(np.zeros((3, 4)), np.zeros((2, 2))), X
-    np.testing.assert_array_equal(gx[1:3, 2:4], 0.0)
-    np.testing.assert_array_equal(gx[0], w[0])
-    np.testing.assert_array_equal(gu, w[1:3, 2:4])
-
-
-def test_slice_with_strides_transposes_to_an_interior_pad() -> None:
-    g, w = _vjp(lambda x: lo.slice(x, start=(0, 1), limit=(3, 4), strides=(2, 2)), X)
-    want = np.zeros_like(X)
-    want[0:3:2, 1:4:2] = w
-    np.testing.assert_array_equal(g, want)
-
-
-def test_select_and_row_slice() -> None:
-    np.testing.assert_array_equal(lo.select(X, axis=1, index=-1), X[:, 3])
-    np.testing.assert_array_equal(lo.row_slice(X, rows=3, cols=4, row_index=1), X[1])
-    g, w = _vjp(lambda x: lo.row_slice(x, rows=3, cols=4, row_index=1), X)
-    np.testing.assert_array_equal(g, np.stack([0 * w, w, 0 * w]))
-
-
-def test_split_and_concatenate_are_each_others_transpose() -> None:
-    a, b, c = lo.split(X, indices_or_sections=(1, 3), axis=1)
-    assert [p.shape for p in (a, b, c)] == [(3, 1), (3, 2), (3, 1)]
-    np.testing.assert_array_equal(lo.concatenate([a, b, c], axis=-1), X)
-    # only one piece used: the others transpose from symbolic zeros
-    g = jax.grad(lambda x: red.sum(lo.split(x, indices_or_sections=2, axis=1)[1]))(X)
-    np.testing.assert_array_equal(g, [[0, 0, 1, 1]] * 3)
-
-
+# ---------------------------------------------------------- repeat, flip
 def test_repeat_sums_the_copies() -> None:
-    g, w = _vjp(lambda x: lo.repeat(x, repeats=(2, 0, 1), axis=0), np.ones((3, 2)))
+    g, w = vjp_of(lambda x: lo.repeat(x, repeats=(2, 0, 1), axis=0), np.ones((3, 2)))
     np.testing.assert_array_equal(g, [w[0] + w[1], [0, 0], w[2]])
     np.testing.assert_array_equal(lo.repeat(np.arange(3.0), repeats=2), np.repeat(
         np.arange(3.0), 2))
@@ -225,17 +147,12 @@ def test_flip() -> None:
 
 # -------------------------------------------------------------- bad input
 @pytest.mark.parametrize("op,fn,msg", [
-    ("slice", lambda: lo.slice(X, start=(0, 0), limit=(2, 2), strides=(1, 0)),
-     r"strides must be positive \(a step of 0 is not allowed\)"),
     ("tensor_unfold", lambda: lo.tensor_unfold(X, axis=0, size=2, step=0),
      r"size=2 and step=0 must be positive \(a step of 0 is not allowed\)"),
     ("tensor_unfold", lambda: lo.tensor_unfold(X, axis=0, size=0, step=1),
      "size=0 and step=1 must be positive"),
     ("tensor_unfold", lambda: lo.tensor_unfold(X, axis=0, size=4, step=1),
      "size=4 is larger than axis 0 of size 3"),
-    ("slice", lambda: lo.slice(X, start=(2, 0), limit=(1, 4)),
-     r"start \(2, 0\) and limit \(1, 4\) must satisfy"),
-    ("slice", lambda: lo.slice(X, start=(0,), limit=(1,)), "start must have 2 entries"),
     ("pad", lambda: lo.pad(X, ((1, -1), (0, 0))), "pad_width must not be negative"),
     ("pad", lambda: lo.pad(X, 3, mode="reflect"),
      r"mode='reflect' pads an axis of size 3 by at most 2 on each side, got \(3, 3\)"),
@@ -247,32 +164,13 @@ def test_flip() -> None:
     ("tile", lambda: lo.tile(X, repeat_times=(2, -1)), "repeat_times must not be negative"),
     ("repeat", lambda: lo.repeat(X, repeats=-2, axis=0), "repeats must not be negative"),
     ("repeat", lambda: lo.repeat(X, repeats=(1, 2), axis=0), "repeats must have 3 entries"),
-    ("split", lambda: lo.split(X, indices_or_sections=3, axis=1),
-     "3 sections do not divide axis 1 of size 4"),
-    ("split", lambda: lo.split(X, indices_or_sections=(3, 1), axis=1),
-     r"split points \(3, 1\) must be increasing"),
     ("concatenate", lambda: lo.concatenate([X, np.ones((2, 3))]),
      r"arrays\[1\] with shape \(2, 3\) does not match arrays\[0\] with shape \(3, 4\)"),
     ("concatenate", lambda: lo.concatenate([X, X], axis=2), "axis=2 is out of range"),
-    ("select", lambda: lo.select(X, axis=0, index=3), "index=3 is out of range"),
-    ("select", lambda: lo.select(X, axis=-3, index=0), "axis=-3 is out of range"),
-    ("row_slice", lambda: lo.row_slice(X, rows=4, cols=3, row_index=0),
-     r"x with shape \(3, 4\) is not a \[rows=4, cols=3\] matrix"),
-    ("row_slice", lambda: lo.row_slice(X, rows=3, cols=4, row_index=3),
-     "row_index=3 is out of range for 3 rows"),
-    ("dynamic_slice", lambda: lo.dynamic_slice(X, np.array([0]), slice_sizes=(1, 1)),
-     r"start_indices must have shape \(2,\)"),
-    ("dynamic_slice", lambda: lo.dynamic_slice(X, (0, 0), slice_sizes=(4, 1)),
-     r"slice_sizes \(4, 1\) must lie in \[0, shape\]"),
-    ("dynamic_slice", lambda: lo.dynamic_slice(X, (0, 0), slice_sizes=(-1, 1)),
-     r"slice_sizes \(-1, 1\) must lie in \[0, shape\]"),
-    ("dynamic_update_slice", lambda: lo.dynamic_update_slice(X, np.ones((4, 1)), (0, 0)),
-     r"update with shape \(4, 1\) does not fit in x with shape \(3, 4\)"),
     ("flip", lambda: lo.flip(X, axis=2), "axis=2 is out of range"),
     ("tensor_unfold", lambda: lo.tensor_unfold(X, axis=2, size=1, step=1),
      "axis=2 is out of range"),
     ("repeat", lambda: lo.repeat(X, repeats=1, axis=-3), "axis=-3 is out of range"),
-    ("split", lambda: lo.split(X, indices_or_sections=1, axis=2), "axis=2 is out of range"),
 ])
 def test_bad_input_is_a_value_error_naming_the_op(op, fn, msg) -> None:
     with pytest.raises(ValueError, match=rf"gradrules.{op}: {msg}"):
@@ -280,14 +178,8 @@ def test_bad_input_is_a_value_error_naming_the_op(op, fn, msg) -> None:
 
 
 @pytest.mark.parametrize("op,fn,msg", [
-    ("dynamic_slice", lambda: lo.dynamic_slice(X, np.array([0.0, 1.0]), slice_sizes=(1, 1)),
-     "argument start_indices must have an integer dtype"),
-    ("dynamic_update_slice", lambda: lo.dynamic_update_slice(X, X, (0.5, 0)),
-     "argument start_indices must have an integer dtype"),
-    ("slice", lambda: lo.slice(X, start=(0, 0.5), limit=(1, 1)), "start must hold ints"),
     ("tile", lambda: lo.tile(X, repeat_times=(2.0,)), "repeat_times must hold ints"),
     ("pad", lambda: lo.pad(X, 1.5), "pad_width must hold ints"),
-    ("split", lambda: lo.split(X, indices_or_sections=(1.5,)), "indices_or_sections must hold"),
 ])
 def test_bad_types_are_a_type_error_naming_the_op(op, fn, msg) -> None:
     with pytest.raises(TypeError, match=rf"gradrules.{op}: {msg}"):

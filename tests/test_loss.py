@@ -148,7 +148,7 @@ def small_blocks(monkeypatch):
 def test_fused_linear_cross_entropy_is_cross_entropy_of_the_product(small_blocks, kwargs) -> None:
     f = lambda h, w: jnp.sum(fused_linear_cross_entropy(h, w, LABELS, **kwargs))  # noqa: E731
     g = lambda h, w: jnp.sum(cross_entropy(h @ w, LABELS, **kwargs))  # noqa: E731
-    assert "block=(2, 3)" in str(jax.make_jaxpr(f)(H, W))
+    assert "blocks=Blocks(tokens=2, vocab=3)" in str(jax.make_jaxpr(f)(H, W))
     np.testing.assert_allclose(f(H, W), g(H, W), rtol=1e-12)
     _all_close(jax.grad(f, (0, 1))(H, W), jax.grad(g, (0, 1))(H, W))
     _all_close(jax.jacfwd(f, (0, 1))(H, W), jax.jacfwd(g, (0, 1))(H, W))

@@ -1,6 +1,9 @@
-"""Core machinery: primitive factory, rule registration, registry, config."""
+"""Core machinery: primitive factory, rule registration, registry, kernel
+selection, config, argument and infer_meta helpers."""
 
 from .config import config as config
+from .kernels import Implementation as Implementation
+from .kernels import implementation as implementation
 from .primitive import define_primitive as define_primitive
 from .primitive import register_rules as register_rules
 from .registry import NOT_DIFFERENTIABLE as NOT_DIFFERENTIABLE

@@ -6,10 +6,9 @@ Every op validates its input through these, so an error always reads
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
-
-import math
 
 import numpy as np
 
@@ -114,87 +113,27 @@ def same_dtype(op: str, avals: dict[str, Any]) -> np.dtype:
 
 
 def elementwise_meta(op: str, names: Sequence[str], kind: str,
-                     out_dtype: Any = None) -> Any:
-    """infer_meta of an n-ary elementwise op with numpy broadcasting.
+                     out_dtype: Any = None) -> Callable[..., ShapedArray]:
+    """infer_meta of an n-ary elementwise op with numpy broadcasting
+    (``elementwise_infer_meta`` with the op's names, dtype class and output
+    dtype bound)."""
+    return partial(elementwise_infer_meta, op, tuple(names), kind, out_dtype)
 
-    The operands share a dtype of class ``kind``; the result has the broadcast
-    shape, ``out_dtype`` (default: the operands' dtype) and is weakly typed
-    when every operand is.
-    """
-    def infer_meta(*avals: Any, **params: Any) -> ShapedArray:
-        named = dict(zip(names, avals))
-        dtype = same_dtype(op, named)
-        for n, a in named.items():
-            check_dtype(op, n, a.dtype, kind)
-        shape = broadcast_shapes(op, {n: a.shape for n, a in named.items()})
-        weak = all(getattr(a, "weak_type", False) for a in avals)
-        return ShapedArray(shape, np.dtype(out_dtype) if out_dtype is not None else dtype,
-                           weak_type=weak and out_dtype is None)
-    infer_meta.__name__ = f"_{op}_infer_meta"
-    return infer_meta
+
+def elementwise_infer_meta(op: str, names: tuple[str, ...], kind: str, out_dtype: Any,
+                           *avals: Any, **params: Any) -> ShapedArray:
+    """The operands share a dtype of class ``kind``; the result has the
+    broadcast shape, ``out_dtype`` (None: the operands' dtype) and is weakly
+    typed when every operand is."""
+    named = dict(zip(names, avals))
+    dtype = same_dtype(op, named)
+    for n, a in named.items():
+        check_dtype(op, n, a.dtype, kind)
+    shape = broadcast_shapes(op, {n: a.shape for n, a in named.items()})
+    weak = all(getattr(a, "weak_type", False) for a in avals)
+    return ShapedArray(shape, np.dtype(out_dtype) if out_dtype is not None else dtype,
+                       weak_type=weak and out_dtype is None)
 
 
 def is_float(x: Any) -> bool:
     return jnp.issubdtype(jnp.result_type(x), jnp.floating)
-
-
-# static parameters ----------------------------------------------------------
-# Every public function validates its static params with these, so a bad value
-# reads ``gradrules.<op>: <name> must be ...`` with the value given.
-def number_param(op: str, name: str, value: Any, *, lo: float | None = None,
-                 hi: float | None = None, gt: float | None = None,
-                 allow_inf: bool = False) -> float:
-    """A Python or numpy real number (not a bool, not NaN), finite unless
-    ``allow_inf``, inside ``[lo, hi]`` and above ``gt`` where given."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{op_name(op)}: {name} must be a Python number, got {value!r}")
-    value = float(value)
-    if math.isnan(value) or (not allow_inf and math.isinf(value)):
-        raise ValueError(f"{op_name(op)}: {name} must be finite, got {value!r}")
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        span = f"[{lo}, " if lo is not None else "(-inf, "
-        span += f"{hi}]" if hi is not None else "inf)"
-        raise ValueError(f"{op_name(op)}: {name} must lie in {span}, got {value!r}")
-    if gt is not None and not value > gt:
-        raise ValueError(f"{op_name(op)}: {name} must be > {gt:g}, got {value!r}")
-    return value
-
-
-def int_param(op: str, name: str, value: Any, *, lo: int | None = None) -> int:
-    """A Python or numpy int (not a bool), at least ``lo`` where given."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{op_name(op)}: {name} must be an int, got {value!r}")
-    if lo is not None and value < lo:
-        raise ValueError(f"{op_name(op)}: {name} must be an int >= {lo}, got {value!r}")
-    return int(value)
-
-
-def bool_param(op: str, name: str, value: Any) -> bool:
-    """A Python or numpy bool."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{op_name(op)}: {name} must be a bool, got {value!r}")
-    return bool(value)
-
-
-def choice_param(op: str, name: str, value: Any, choices: tuple[str, ...]) -> str:
-    """One of ``choices``."""
-    if value not in choices:
-        raise ValueError(f"{op_name(op)}: {name} must be one of {choices}, got {value!r}")
-    return str(value)
-
-
-def int_tuple(op: str, name: str, value: Any, n: int | None = None) -> tuple[int, ...]:
-    """A tuple of Python ints from one int or a sequence of ints (not bools),
-    ``n`` of them where given."""
-    if isinstance(value, (int, np.integer)):
-        vals: tuple[Any, ...] = (value,)
-    else:
-        try:
-            vals = tuple(value)
-        except TypeError:
-            vals = (value,)
-    if any(not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)) for v in vals):
-        raise TypeError(f"{op_name(op)}: {name} must hold ints, got {value!r}")
-    if n is not None and len(vals) != n:
-        raise ValueError(f"{op_name(op)}: {name} must have {n} entries, got {value!r}")
-    return tuple(int(v) for v in vals)

@@ -1,66 +1,91 @@
 """define_primitive and register_rules: the two calls every op is made of.
 
 A primitive is made by one ``define_primitive`` call that gives its name,
-operand and param names, abstract evaluation (infer_meta) and reference
-implementation (which serves as eager impl and as XLA lowering). Its rules are
-registered right after by one ``register_rules`` call; each rule is a short
-named function whose signature is checked against the primitive's.
+operand and param names, abstract evaluation (infer_meta) and its lowering:
+``impl`` (plain ``jax.numpy``/``lax``, or a composition of gradrules ops;
+the eager impl and the lowering on every platform), or an implementation
+table (``implementations={"xla": ..., "pallas": ...}``, ``core.kernels``),
+which adds the one ``implementation`` param. Its rules are registered right
+after by one ``register_rules`` call; each rule is a short named function
+whose signature is checked against the primitive's.
 
-Rule contracts (as in JAX's own ``ad`` and ``batching`` modules):
+Rule contracts (as in JAX's own ``ad`` and ``batching`` modules; the types
+are in ``gradrules._jax``):
 
-* ``jvp(primals, tangents, **params) -> (primal_out, tangent_out)``; a tangent
-  may be a symbolic zero (``_jax.Zero``), and so may the returned tangent.
+* ``jvp(primals, tangents, **params) -> (primal_out, tangent_out)``; a
+  ``Tangent`` may be a symbolic zero (``Zero``), and so may the returned one.
 * ``transpose(ct, *operands, **params) -> list``: the operands the primitive
-  is linear in arrive as ``UndefinedPrimal``; the result holds one cotangent
-  (or ``None`` / a symbolic zero) per operand. ``ct`` may be a symbolic zero.
+  is linear in (``linear=``, by name) arrive as ``UndefinedPrimal``
+  (``MaybeUndefined``); the result holds one cotangent (or ``None`` / a
+  symbolic zero) per operand. The rule never sees a cotangent that is a
+  symbolic zero as a whole; with several outputs some entries may be.
 * ``batch(args, dims, **params) -> (out, out_dim)``: ``dims[i]`` is the batch
-  axis of ``args[i]`` or ``None``; the rule binds the primitive once.
+  axis of ``args[i]`` or ``None`` (``BatchDim``); the rule binds the
+  primitive once.
 """
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import partial
-from collections.abc import Callable, Hashable
 from typing import Any
 
 from .. import _jax
-from .registry import (NOT_DIFFERENTIABLE, NOT_LINEAR, PRIMITIVES, ZERO_DERIVATIVE,
-                       PrimitiveInfo)
+from .._jax import Cotangent, JvpResult, MaybeUndefined, Tangent
+from .kernels import (IMPLEMENTATION, check_implementation, check_table,
+                      register_table_lowerings)
+from .registry import NOT_DIFFERENTIABLE, NOT_LINEAR, PRIMITIVES, ZERO_DERIVATIVE, PrimitiveInfo
 
 InferMeta = Callable[..., Any]
 
 
 def define_primitive(name: str, *, family: str, operands: tuple[str, ...],
-                     infer_meta: InferMeta, impl: Callable[..., Any],
+                     infer_meta: InferMeta, impl: Callable[..., Any] | None = None,
+                     implementations: Mapping[str, Callable[..., Any]] | None = None,
                      params: tuple[str, ...] = (), multiple_results: bool = False
                      ) -> _jax.Primitive:
     """Make and register a primitive.
 
-    ``infer_meta(*avals, **params)`` returns the output ``ShapedArray`` (a tuple
-    of them with ``multiple_results``) and raises ``TypeError``/``ValueError``
-    naming the op for bad input. ``impl(*arrays, **params)`` is plain
-    ``jax.numpy``/``lax`` and is both the eager implementation (compiled) and
-    the XLA lowering on every platform.
+    ``infer_meta(*avals, **params)`` returns the output ``ShapedArray`` (a
+    list of them with ``multiple_results``) and raises ``TypeError`` /
+    ``ValueError`` naming the op for bad input. Give either ``impl(*arrays,
+    **params)``, the lowering on every platform, or ``implementations``, a
+    table with an ``"xla"`` entry and optionally a ``"pallas"`` one, chosen by
+    the ``implementation`` param this adds (``core.kernels``).
     """
-    param_set = frozenset(params)
+    if (impl is None) == (implementations is None):
+        raise TypeError(f"define_primitive({name}): give exactly one of impl and implementations")
+    table = check_table(name, implementations) if implementations is not None else None
+    all_params = tuple(params) + ((IMPLEMENTATION,) if table is not None else ())
     prim = _jax.new_primitive(name, multiple_results=multiple_results,
-                              validate_params=partial(_validate_params, name, param_set))
-
-    def abstract_eval(*avals: Any, **kw: Any) -> Any:
-        return infer_meta(*avals, **kw)
-
-    abstract_eval.__name__ = f"_{name}_abstract_eval"
-    _jax.register_abstract_eval(prim, abstract_eval)
-    _jax.register_lowering(prim, impl, multiple_results=multiple_results)
+                              validate_params=partial(validate_params, name, frozenset(all_params)))
+    _jax.register_abstract_eval(prim, partial(checked_infer_meta, name, table, infer_meta))
+    if table is None:
+        assert impl is not None
+        lowerings = {"xla": impl}
+        _jax.register_lowering(prim, impl, multiple_results=multiple_results)
+    else:
+        lowerings = table
+        register_table_lowerings(prim, table, multiple_results=multiple_results)
     PRIMITIVES[prim] = PrimitiveInfo(prim=prim, family=family, operands=tuple(operands),
-                                     params=tuple(params),
-                                     multiple_results=multiple_results,
-                                     rules={"infer_meta": infer_meta, "impl": impl})
+                                     params=all_params, multiple_results=multiple_results,
+                                     infer_meta=infer_meta, lowerings=lowerings,
+                                     has_implementation_param=table is not None)
     return prim
 
 
-def _validate_params(name: str, expected: frozenset[str], given: dict[str, Any]) -> None:
+def checked_infer_meta(name: str, table: Mapping[str, Callable[..., Any]] | None,
+                       infer_meta: InferMeta, *avals: Any, **params: Any) -> Any:
+    """The abstract eval of a primitive: its ``infer_meta``, after checking
+    that the implementation it asks for exists."""
+    if table is not None:
+        check_implementation(name, table, params[IMPLEMENTATION])
+    return infer_meta(*avals, **params)
+
+
+def validate_params(name: str, expected: frozenset[str], given: dict[str, Any]) -> None:
+    """At every bind: exactly the declared params, all hashable."""
     if set(given) != expected:
         missing = sorted(expected - set(given))
         extra = sorted(set(given) - expected)
@@ -77,65 +102,72 @@ _MARKERS = {
 }
 
 
-def register_rules(prim: _jax.Primitive, **rules: Any) -> None:
-    """Register a primitive's rules: ``jvp=``, ``transpose=``, ``batch=``.
+def register_rules(prim: _jax.Primitive, *, jvp: Any = None, transpose: Any = None,
+                   batch: Any = None, linear: Sequence[str] | None = None) -> None:
+    """Register a primitive's rules.
 
     ``jvp`` may be the marker ``NOT_DIFFERENTIABLE`` (integer or bool output:
     float0 symbolic-zero tangents) or ``ZERO_DERIVATIVE`` (float output whose
     derivative is zero wherever it exists, e.g. floor). ``transpose`` may be
-    ``NOT_LINEAR``. Unknown rule names and rules whose signature does not fit
-    the primitive raise ``TypeError``.
+    ``NOT_LINEAR``. ``linear`` names the operands the primitive is linear in,
+    the ones its transpose rule may receive undefined (default: all of them
+    when a transpose rule is given). The generic rules that read it
+    (``linear_jvp``, ``composite_jvp``, ``transpose_to``) take those operands
+    as jointly linear; a multilinear primitive (mm, conv) has rules of its
+    own, and its op's manifest entry (``OpDef.linear``) gives the groups.
+    Unknown rule or operand names and rules whose signature does not fit the
+    primitive raise ``TypeError``.
     """
     info = PRIMITIVES.get(prim)
     if info is None:
         raise TypeError(f"register_rules: {prim} was not made by define_primitive")
+    rules = {k: r for k, r in (("jvp", jvp), ("transpose", transpose), ("batch", batch))
+             if r is not None}
     for kind, rule in rules.items():
-        if kind not in _MARKERS:
-            raise TypeError(f"register_rules({info.name}): unknown rule {kind!r}; "
-                            f"expected one of {tuple(_MARKERS)}")
         if isinstance(rule, str):
             if rule not in _MARKERS[kind]:
                 raise TypeError(f"register_rules({info.name}): {rule!r} is not a marker for "
                                 f"{kind}; expected one of {_MARKERS[kind]}")
         else:
             _check_signature(info, kind, rule)
+    if linear is not None:
+        if transpose is None or transpose == NOT_LINEAR:
+            raise TypeError(f"register_rules({info.name}): linear={tuple(linear)} needs a "
+                            "transpose rule")
+        info.positions(linear)   # a TypeError for a name that is not an operand
+        info.linear = tuple(linear)
+    elif transpose is not None and transpose != NOT_LINEAR:
+        info.linear = tuple(o.lstrip("*") for o in info.operands)
+    for kind, rule in rules.items():
         info.rules[kind] = rule
         if kind == "jvp":
-            _jax.register_jvp(prim, _zero_jvp(prim) if isinstance(rule, str) else rule)
+            _jax.register_jvp(prim, partial(zero_jvp, prim) if isinstance(rule, str) else rule)
         elif kind == "transpose" and not isinstance(rule, str):
-            _jax.register_transpose(prim, _zero_aware_transpose(prim, rule))
+            _jax.register_transpose(prim, partial(zero_aware_transpose, prim, rule))
         elif kind == "batch":
             _jax.register_batch(prim, rule)
 
 
-def _zero_jvp(prim: _jax.Primitive) -> Callable[..., Any]:
-    def zero_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], **params: Any) -> Any:
-        out = prim.bind(*primals, **params)
-        if prim.multiple_results:
-            return out, [_jax.zero_tangent(o) for o in out]
-        return out, _jax.zero_tangent(out)
-    zero_jvp.__name__ = f"_{prim.name}_zero_jvp"
-    return zero_jvp
+def zero_jvp(prim: _jax.Primitive, primals: Sequence[Any], tangents: Sequence[Tangent],
+             **params: Any) -> JvpResult:
+    """The JVP of a primitive marked NOT_DIFFERENTIABLE or ZERO_DERIVATIVE:
+    symbolic-zero tangents for every output."""
+    out = prim.bind(*primals, **params)
+    if prim.multiple_results:
+        return out, [_jax.zero_tangent(o) for o in out]
+    return out, _jax.zero_tangent(out)
 
 
-def _zero_aware_transpose(prim: _jax.Primitive, rule: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a transpose rule so it never sees a symbolic-zero cotangent: a
-    zero cotangent transposes to zero cotangents (as JAX's linear_transpose2);
-    with several outputs, the zero ones are instantiated."""
-    def transpose(ct: Any, *operands: Any, **params: Any) -> Any:
-        if prim.multiple_results:
-            if all(_jax.is_zero(c) for c in ct):
-                return [_jax.Zero(o.aval.to_ct_aval()) if _jax.is_undefined_primal(o) else None
-                        for o in operands]
-            from ..rules._common import zeros   # catalog zeros, not lax's
-            ct = [zeros(c.aval.shape, c.aval.dtype) if type(c) is _jax.Zero else c for c in ct]
-        elif type(ct) is _jax.Zero:
-            return [_jax.Zero(o.aval.to_ct_aval()) if _jax.is_undefined_primal(o) else None
-                    for o in operands]
-        return rule(ct, *operands, **params)
-    transpose.__name__ = getattr(rule, "__name__", "transpose")
-    transpose.__wrapped__ = rule  # type: ignore[attr-defined]
-    return transpose
+def zero_aware_transpose(prim: _jax.Primitive, rule: Callable[..., Any], ct: Cotangent,
+                         *operands: MaybeUndefined, **params: Any) -> list[Any]:
+    """``rule``, except that a cotangent that is a symbolic zero as a whole
+    transposes to zero cotangents (as JAX's linear_transpose2) without
+    calling it."""
+    cts = ct if prim.multiple_results else [ct]
+    if all(type(c) is _jax.Zero for c in cts):
+        return [_jax.zero_cotangent(o) if _jax.is_undefined_primal(o) else None
+                for o in operands]
+    return rule(ct, *operands, **params)
 
 
 def _check_signature(info: PrimitiveInfo, kind: str, rule: Callable[..., Any]) -> None:

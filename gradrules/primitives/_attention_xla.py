@@ -1,7 +1,8 @@
 """Blockwise XLA lowerings of the three attention primitives (the CPU path).
 
-Queries are cut into blocks of ``block_q`` rows and keys into blocks of
-``block_k``; no array of scores larger than one ``[B, H, block_q, block_k]``
+Queries are cut into blocks of ``blocks.block_q`` rows and keys into blocks
+of ``blocks.block_k`` (``BlockSizes``, read from the ``implementation``
+param); no array of scores larger than one ``[B, H, block_q, block_k]``
 block is ever made. Heads are laid out as ``[B, Hkv, G, S, D]`` (G = H / Hkv
 query heads per key/value head), so grouped-query attention never copies k
 or v. Everything is accumulated in float32 (float64 for float64 input).
@@ -16,6 +17,14 @@ or v. Everything is accumulated in float32 (float64 for float64 input).
   (dq updated in place); ``g = p (do . v - do . out + ct_lse)``.
 
 With ``causal`` the key blocks a query block cannot see are skipped.
+
+These are deliberately not the gradrules-op compositions the JVP rules of
+``attention_jvp_p`` and ``attention_vjp_p`` differentiate (``_tangent_map``
+and ``_backward_map`` in ``rules/attention.py``, the same maths): those
+materialise the ``[B, H, Sq, Sk]`` scores, which is fine inside a higher
+derivative but not as the lowering, whose point is memory (never more than a
+``[B, H, block_q, block_k]`` block of scores). The log-sum-exp is the
+library's one (``_fused.lse_from_sum`` on the online max and sum).
 """
 
 from __future__ import annotations
@@ -29,12 +38,26 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._fused import acc_dtype, pad_axis
+from ._fused import acc_dtype, finite_or_zero, lse_from_sum, online_lse_step, pad_axis, sum_to
 
 Array = jax.Array
 _QK = "bhgqd,bhkd->bhgqk"     # scores of a query block against a key block
 _PV = "bhgqk,bhkd->bhgqd"     # weights times values (or keys)
 _PQ = "bhgqk,bhgqd->bhkd"     # weights transposed times queries (or cotangents)
+
+
+@dataclass(frozen=True)
+class BlockSizes:
+    """Query and key block sizes of the blockwise lowering (rows of q and of
+    k per step), carried by the ``implementation`` param; the public
+    function's ``block_q`` / ``block_k`` override them. They never change the
+    result."""
+
+    block_q: int = 256
+    block_k: int = 512
+
+
+DEFAULT_BLOCKS = BlockSizes()
 
 
 @dataclass(frozen=True)
@@ -78,12 +101,14 @@ class Geometry:
         return jnp.clip((j * self.bk - (self.Sk - self.Sq)) // self.bq, 0, self.nq)
 
 
-def geometry(q: Any, k: Any, *, causal: bool, scale: float, block_q: int,
-             block_k: int) -> Geometry:
+def geometry(q: Any, k: Any, *, causal: bool, scale: float,
+             blocks: BlockSizes | None) -> Geometry:
+    """The geometry of one call (``blocks`` None: ``DEFAULT_BLOCKS``)."""
     B, Sq, H, _ = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
-    return Geometry(B, Sq, Sk, Hkv, H // max(Hkv, 1), max(1, min(block_q, Sq)),
-                    max(1, min(block_k, Sk)), causal, scale, acc_dtype(q.dtype))
+    blocks = DEFAULT_BLOCKS if blocks is None else blocks
+    return Geometry(B, Sq, Sk, Hkv, H // max(Hkv, 1), max(1, min(blocks.block_q, Sq)),
+                    max(1, min(blocks.block_k, Sk)), causal, scale, acc_dtype(q.dtype))
 
 
 # ------------------------------------------------------------- layouts
@@ -160,11 +185,6 @@ def _scores(g: Geometry, qb: Array, kb: Array, mask: Array, bias: Array, i: Any,
     return s, valid
 
 
-def _finite(x: Array) -> Array:
-    """-inf (a row with no key) -> 0, so that exp(s - x) stays 0, never NaN."""
-    return jnp.where(jnp.isfinite(x), x, jnp.zeros((), x.dtype))
-
-
 def _probs(g: Geometry, qb: Array, kb: Array, mask: Array, bias: Array, lse_b: Array,
            i: Any, j: Any) -> Array:
     """Normalised attention weights of one block, from the log-sum-exp."""
@@ -195,8 +215,8 @@ def _merge_query_blocks(x: Array, g: Geometry) -> Array:
 
 # ------------------------------------------------------------- forward
 def forward(q: Array, k: Array, v: Array, mask: Array, bias: Array, *, causal: bool,
-            scale: float, block_q: int, block_k: int) -> list[Array]:
-    g = geometry(q, k, causal=causal, scale=scale, block_q=block_q, block_k=block_k)
+            scale: float, blocks: BlockSizes | None) -> list[Array]:
+    g = geometry(q, k, causal=causal, scale=scale, blocks=blocks)
     H = g.Hkv * g.G
     if g.empty or g.Sk == 0:
         return [jnp.zeros(q.shape, q.dtype), jnp.full((g.B, H, g.Sq), -jnp.inf, g.acc)]
@@ -212,12 +232,9 @@ def forward(q: Array, k: Array, v: Array, mask: Array, bias: Array, *, causal: b
             m, l, acc = carry
             s, valid = _scores(g, qb, _block(ks, 2, j, g.bk), mask5, bias5, i, j)
             s = jnp.where(valid, s, -jnp.inf)
-            m_new = jnp.maximum(m, s.max(-1))
-            m_safe = _finite(m_new)
-            p = jnp.exp(s - m_safe[..., None])
-            alpha = jnp.exp(m - m_safe)
+            m_new, alpha, p, l = online_lse_step(m, l, s)
             acc = alpha[..., None] * acc + jnp.einsum(_PV, p, _block(vs, 2, j, g.bk))
-            return m_new, alpha * l + p.sum(-1), acc
+            return m_new, l, acc
 
         init = (jnp.full(rows, -jnp.inf, g.acc), jnp.zeros(rows, g.acc),
                 jnp.zeros(qb.shape, g.acc))
@@ -225,7 +242,7 @@ def forward(q: Array, k: Array, v: Array, mask: Array, bias: Array, *, causal: b
         seen = l > 0
         safe_l = jnp.where(seen, l, jnp.ones((), g.acc))
         out = jnp.where(seen[..., None], acc / safe_l[..., None], zero)
-        lse = jnp.where(seen, _finite(m) + jnp.log(safe_l), -jnp.inf)
+        lse = lse_from_sum(finite_or_zero(m), l, -jnp.inf)
         return out, lse
 
     out, lse = _map_blocks(query_block, g.nq)
@@ -236,15 +253,15 @@ def forward(q: Array, k: Array, v: Array, mask: Array, bias: Array, *, causal: b
 # ----------------------------------------------------------------- jvp
 def jvp(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array, lse: Array,
         tq: Array, tk: Array, tv: Array, tbias: Array, *, causal: bool, scale: float,
-        block_q: int, block_k: int) -> list[Array]:
-    g = geometry(q, k, causal=causal, scale=scale, block_q=block_q, block_k=block_k)
+        blocks: BlockSizes | None) -> list[Array]:
+    g = geometry(q, k, causal=causal, scale=scale, blocks=blocks)
     if g.empty or g.Sk == 0:
         return [jnp.zeros(out.shape, out.dtype), jnp.zeros(lse.shape, lse.dtype)]
     qs, tqs = q_layout(q, g), q_layout(tq, g)
     ks, tks, vs, tvs = (kv_layout(x, g) for x in (k, tk, v, tv))
     mask5, bias5 = pair_layout(mask, g, False), pair_layout(bias.astype(g.acc), g, 0)
     tbias5 = pair_layout(tbias.astype(g.acc), g, 0)
-    outs, lses = q_layout(out, g), _finite(row_layout(lse, g))
+    outs, lses = q_layout(out, g), finite_or_zero(row_layout(lse, g))
     sc = jnp.asarray(g.scale, g.acc)
 
     def query_block(i: Array) -> tuple[Array, Array]:
@@ -271,17 +288,11 @@ def jvp(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array, lse:
 
 
 # ------------------------------------------------------------ backward
-def _reduce_to(x: Array, shape: tuple[int, ...]) -> Array:
-    """Sum ``x`` over the axes where ``shape`` has 1 (keeping them). Unlike
-    ``_fused.sum_to``, the other axes keep x's sizes (a block of an
-    accumulator, not the accumulator's shape)."""
-    axes = tuple(a for a, (n, m) in enumerate(zip(x.shape, shape)) if m == 1 and n != 1)
-    return x.sum(axes, keepdims=True) if axes else x
-
-
 def _add_block(acc: Array, blk: Array, i: Any, j: Any, g: Geometry) -> Array:
     """acc[..., block i, block j] += blk (whole axes where acc has size 1)."""
-    blk = _reduce_to(blk, acc.shape)
+    # summed to the block's own sizes with 1 where acc has 1, not to acc.shape:
+    # on its other axes acc spans every block, blk only one
+    blk = sum_to(blk, tuple(1 if m == 1 else n for n, m in zip(blk.shape, acc.shape)))
     starts = [0, 0, 0, i * g.bq if acc.shape[3] != 1 else 0,
               j * g.bk if acc.shape[4] != 1 else 0]
     cur = lax.dynamic_slice(acc, starts, blk.shape)
@@ -289,15 +300,15 @@ def _add_block(acc: Array, blk: Array, i: Any, j: Any, g: Geometry) -> Array:
 
 
 def backward(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array, lse: Array,
-             ct_out: Array, ct_lse: Array, *, causal: bool, scale: float, block_q: int,
-             block_k: int) -> list[Array]:
-    g = geometry(q, k, causal=causal, scale=scale, block_q=block_q, block_k=block_k)
+             ct_out: Array, ct_lse: Array, *, causal: bool, scale: float,
+             blocks: BlockSizes | None) -> list[Array]:
+    g = geometry(q, k, causal=causal, scale=scale, blocks=blocks)
     if g.empty or g.Sk == 0:
         return [jnp.zeros(x.shape, x.dtype) for x in (q, k, v, bias)]
     qs, dos = q_layout(q, g), q_layout(ct_out, g)
     ks, vs = kv_layout(k, g), kv_layout(v, g)
     mask5, bias5 = pair_layout(mask, g, False), pair_layout(bias.astype(g.acc), g, 0)
-    lses = _finite(row_layout(lse, g))
+    lses = finite_or_zero(row_layout(lse, g))
     delta = (dos * q_layout(out, g)).sum(-1) - row_layout(ct_lse, g)
     shape5 = bias5.shape
 

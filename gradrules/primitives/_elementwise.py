@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 
 import jax
-import jax.numpy as jnp
 
 from .._jax import Primitive
-from ..core.meta import check_dtype, elementwise_meta, op_name, paddle_axis_shape
+from ..core.meta import elementwise_meta, op_name, paddle_axis_shape
 from ..core.primitive import define_primitive
-from ..core.registry import OpDef, register_op
+from ..core.registry import PRIMITIVES, OpDef, register_op
+from .convert import promote
+from .shape import reshape
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -36,54 +37,11 @@ def elementwise_primitive(name: str, impl: Callable[..., Any], *, family: str,
                             impl=impl)
 
 
-def as_array(op: str, arg: str, x: Any) -> Any:
-    """Arrays and tracers pass through; Python/numpy scalars become arrays."""
-    if isinstance(x, (jax.Array, np.ndarray)) or hasattr(x, "aval"):
-        return x
-    if isinstance(x, (bool, int, float, np.generic)):
-        return x
-    raise TypeError(f"{op_name(op)}: argument {arg} must be an array or a scalar, "
-                    f"got {type(x).__name__}")
-
-
-def promote(op: str, args: dict[str, Any], kind: str) -> list[Any]:
-    """Common dtype as jax.numpy promotes it, checked against ``kind``."""
-    from .convert import convert_element_type
-    vals = {k: as_array(op, k, v) for k, v in args.items()}
-    for k, v in vals.items():
-        if not isinstance(v, (bool, int, float)):
-            check_dtype(op, k, jnp.result_type(v), kind)
-    dtype = jnp.result_type(*vals.values())
-    for k, v in vals.items():
-        if isinstance(v, (bool, int, float)) and len(vals) > 1:
-            continue
-        check_dtype(op, k, dtype, kind)
-    if kind == "float" and not jnp.issubdtype(dtype, jnp.floating):
-        raise TypeError(f"{op_name(op)}: arguments must be floating, got dtype {dtype}")
-    all_scalars = all(isinstance(v, (bool, int, float)) for v in vals.values())
-    out = []
-    for k, v in vals.items():
-        if isinstance(v, (bool, int, float)):
-            if all_scalars:   # stays weakly typed, as in jax.numpy
-                kind_of = float if jnp.issubdtype(dtype, jnp.floating) else (
-                    bool if dtype == np.bool_ else int)
-                out.append(jnp.asarray(kind_of(v)))
-            else:
-                out.append(jnp.asarray(v, dtype=dtype))
-        elif jnp.result_type(v) != dtype:
-            out.append(convert_element_type(v, dtype=dtype))
-        else:
-            out.append(v)
-    if len(vals) == 1:
-        check_dtype(op, next(iter(vals)), jnp.result_type(out[0]), kind)
-    return out
-
-
 def elementwise_op(prim: Primitive, *, kind: str, doc: str, paddle_axis: bool = False
                    ) -> Callable[..., Array]:
     """The public function of an elementwise primitive without params."""
     name = prim.name
-    operands = _operands(prim)
+    operands = PRIMITIVES[prim].operands
 
     if len(operands) == 1:
         def fn(x: ArrayLike) -> Array:
@@ -93,7 +51,6 @@ def elementwise_op(prim: Primitive, *, kind: str, doc: str, paddle_axis: bool = 
         def fn(x: ArrayLike, y: ArrayLike, *, axis: int = -1) -> Array:  # type: ignore[misc]
             x, y = promote(name, {"x": x, "y": y}, kind)
             if axis != -1:
-                from .shape import reshape
                 y = reshape(y, paddle_axis_shape(name, np.shape(x), np.shape(y), axis))
             return prim.bind(x, y)
     else:
@@ -107,16 +64,10 @@ def elementwise_op(prim: Primitive, *, kind: str, doc: str, paddle_axis: bool = 
     return fn
 
 
-def _operands(prim: Primitive) -> tuple[str, ...]:
-    from ..core.registry import PRIMITIVES
-    return PRIMITIVES[prim].operands
-
-
 def register_elementwise(fn: Callable[..., Array], prim: Primitive, reference: Callable[..., Any],
                          *, linear: tuple[tuple[str, ...], ...] = (),
                          nondiff: tuple[str, ...] = (), not_implemented: tuple[str, ...] = (),
                          aliases: tuple[str, ...] = (), order: int = 2) -> OpDef:
-    from ..core.registry import PRIMITIVES
     info = PRIMITIVES[prim]
     return register_op(OpDef(name=fn.__name__, family=info.family, fn=fn, primitives=(prim,),
                              reference=reference, operands=info.operands, linear=linear,

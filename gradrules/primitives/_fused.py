@@ -1,15 +1,18 @@
-"""Shared pieces of the fused ops of section 6 (softmax, log_softmax,
-cross_entropy, fused_linear_cross_entropy, layer_norm, rms_norm, silu_gated).
+"""Shared pieces of the fused ops (softmax, log_softmax, cross_entropy,
+fused_linear_cross_entropy, layer_norm, rms_norm, silu_gated, attention,
+rope).
 
 A fused op is three primitives (DESIGN.md): ``foo_p`` (the forward, with its
 residuals as extra outputs), ``foo_jvp_p`` (the tangent map) and
-``foo_vjp_p`` (the fused backward). Each takes a ``kernel`` param that the
-public function reads from ``gradrules.config``; only the XLA lowering exists
-so far, so ``"pallas"`` and ``"interpret"`` raise ``NotImplementedError``
-when the primitive is lowered.
+``foo_vjp_p`` (the fused backward), each defined with an implementation
+table (``core.kernels``) and bound with the ``implementation`` param its
+public function reads from ``gradrules.config``.
 
-Also here: the accumulation dtype (float32 for 16-bit input) and the
-validation of the numeric params these ops share.
+Also here: infer_meta helpers these ops share, the accumulation dtype
+(float32 for 16-bit input), and the lowering helpers in plain jax.numpy,
+among them the one numerically stable log-sum-exp (``log_sum_exp``; its
+pieces ``max_shift``, ``lse_from_sum`` and, blockwise, ``online_lse_step``)
+used by softmax, cross-entropy, attention and logsumexp.
 """
 
 from __future__ import annotations
@@ -23,32 +26,12 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray
-from ..core.config import config, validate_kernel
-from ..core.meta import (check_dtype, choice_param, int_param, normalize_axis,  # noqa: F401
-                         number_param, op_name)
+from ..core.meta import check_dtype, normalize_axis, op_name
 
 Array = jax.Array
 
 
-def kernel_param(op: str) -> str:
-    """The ``kernel`` param of a fused primitive: ``gradrules.config.kernel``."""
-    return validate_kernel(op_name(op), config.kernel)
-
-
-def xla_lowering(op: str, impl: Callable[..., Any]) -> Callable[..., Any]:
-    """``impl`` as the lowering of a primitive with a ``kernel`` param: the XLA
-    reference for ``"auto"``/``"xla"``; no Pallas kernel exists yet."""
-    def lowering(*args: Any, kernel: str, **params: Any) -> Any:
-        if kernel in ("pallas", "interpret"):
-            raise NotImplementedError(
-                f"{op_name(op)}: kernel={kernel!r} has no Pallas kernel yet; use "
-                "kernel='auto' or 'xla' (gradrules.config.using(kernel='xla'))")
-        return impl(*args, **params)
-    lowering.__name__ = f"_{op}_lowering"
-    lowering.__doc__ = impl.__doc__
-    return lowering
-
-
+# ------------------------------------------------------------ infer_meta
 def matching_meta(op: str, names: tuple[str, ...]) -> Callable[..., ShapedArray]:
     """infer_meta of a map of operands of one float dtype and one shape (the
     output's); an ``axis`` param must fit that shape."""
@@ -62,7 +45,6 @@ def matching_meta(op: str, names: tuple[str, ...]) -> Callable[..., ShapedArray]
         if "axis" in params:
             normalize_axis(op, params["axis"], len(first.shape))
         return ShapedArray(first.shape, first.dtype)
-    infer_meta.__name__ = f"_{op}_infer_meta"
     return infer_meta
 
 
@@ -79,29 +61,59 @@ def acc_dtype(dtype: Any) -> np.dtype:
     return np.dtype(jnp.promote_types(dtype, np.float32))
 
 
+# ---------------------------------------------- lowering helpers (jax.numpy)
 def upcast(x: Array) -> Array:
-    """``x`` in its accumulation dtype (a lowering helper, plain jax.numpy)."""
+    """``x`` in its accumulation dtype."""
     return x.astype(acc_dtype(x.dtype))
 
 
-def eps_param(op: str, eps: Any) -> float:
-    """``eps`` must be a finite Python number > 0."""
-    return number_param(op, "eps", eps, gt=0.0)
+def finite_or_zero(x: Array) -> Array:
+    """``x`` where finite, else 0: a shift that is ``-inf`` (a row with no
+    entry) becomes 0, so that ``exp(s - shift)`` stays 0, never NaN."""
+    return jnp.where(jnp.isfinite(x), x, jnp.zeros((), x.dtype))
 
 
-def float_array(op: str, name: str, x: Any) -> Any:
-    """An array argument that must be floating (TypeError naming it otherwise)."""
-    from ._elementwise import as_array
-    x = as_array(op, name, x)
-    x = jnp.asarray(x) if isinstance(x, (bool, int, float, np.generic)) else x
-    check_dtype(op, name, jnp.result_type(x), "float")
-    return x
+def max_shift(x: Array, axis: int | tuple[int, ...]) -> Array:
+    """The max along ``axis`` (an axis or a tuple of them; kept), 0 for a row
+    that is all ``-inf``: ``exp(x - shift)`` cannot overflow."""
+    return finite_or_zero(jnp.max(x, axis, keepdims=True, initial=-jnp.inf))
+
+
+def lse_from_sum(shift: Array, total: Array, empty: float) -> Array:
+    """``shift + log(total)`` with ``total = sum exp(x - shift)``; ``empty``
+    (0 or ``-inf``) where the total is 0 (every entry ``-inf``)."""
+    seen = total > 0
+    return jnp.where(seen, shift + jnp.log(jnp.where(seen, total, 1)), empty)
+
+
+def log_sum_exp(x: Array, axis: int | tuple[int, ...], *, empty: float = 0.0) -> Array:
+    """``log sum exp(x)`` along ``axis`` (kept), computed with the finite max
+    subtracted; ``empty`` for a row that is all ``-inf`` (0 for softmax, whose
+    row of zeros needs a finite normaliser; ``-inf`` for a log-sum-exp)."""
+    shift = max_shift(x, axis)
+    return lse_from_sum(shift, jnp.sum(jnp.exp(x - shift), axis, keepdims=True), empty)
+
+
+def online_lse_step(m: Array, total: Array, x: Array) -> tuple[Array, Array, Array, Array]:
+    """One block of the online (blockwise) log-sum-exp over the last axis.
+
+    ``m`` is the running max so far (``-inf`` before any entry) and ``total =
+    sum exp(x_seen - finite_or_zero(m))``. Returns the new max, the factor
+    ``alpha`` that rescales what was accumulated against the old shift, the
+    block's ``p = exp(x - shift)`` with the new shift, and the new total
+    ``alpha total + sum(p)``. ``lse_from_sum(finite_or_zero(m), total, empty)``
+    finishes it; rows that are all ``-inf`` so far keep a total of 0, no NaN.
+    """
+    m_new = jnp.maximum(m, jnp.max(x, -1))
+    shift = finite_or_zero(m_new)
+    alpha = jnp.exp(m - shift)
+    p = jnp.exp(x - shift[..., None])
+    return m_new, alpha, p, alpha * total + jnp.sum(p, -1)
 
 
 def sum_to(x: Array, shape: tuple[int, ...]) -> Array:
     """Sum ``x`` down to ``shape``: its extra leading axes, and the axes where
-    ``shape`` has 1 and x does not (the transpose of broadcasting; a lowering
-    helper, plain jax.numpy)."""
+    ``shape`` has 1 and x does not (the transpose of broadcasting)."""
     shape = tuple(shape)
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
@@ -111,8 +123,7 @@ def sum_to(x: Array, shape: tuple[int, ...]) -> Array:
 
 def pad_axis(x: Array, axis: int, size: int, value: Any = 0) -> Array:
     """``x`` padded at the end of ``axis`` with ``value`` up to ``size``
-    entries (unchanged when it has that many already; a lowering helper, plain
-    jax.numpy)."""
+    entries (unchanged when it has that many already)."""
     extra = size - x.shape[axis]
     if extra <= 0:
         return x

@@ -22,8 +22,11 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import Primitive
-from ..core.meta import bool_param, number_param, op_name
-from ._elementwise import define_elementwise, elementwise_primitive, promote, register_elementwise
+from ..core.args import bool_param, number_param
+from ..core.meta import op_name
+from ._elementwise import define_elementwise, elementwise_primitive, register_elementwise
+from .arithmetic import add, multiply, subtract
+from .convert import promote
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -35,14 +38,6 @@ _activation: Callable[..., tuple[Primitive, Callable[..., Array]]] = partial(def
 
 
 # ---------------------------------------------------- parameter-free ops
-def _relu_impl(x: Array) -> Array:
-    return jnp.maximum(x, 0)
-
-
-def _hardswish_impl(x: Array) -> Array:
-    return x * jnp.clip(x + 3.0, 0.0, 6.0) / 6.0
-
-
 sigmoid_p, sigmoid = _activation("sigmoid", jax.nn.sigmoid, """\
 1 / (1 + exp(-x)), without overflow for any x.
 
@@ -54,6 +49,11 @@ log(sigmoid(x)) = -softplus(-x), computed without overflow: about x for x << 0,
 about -exp(-x) for x >> 0.
 
 d/dx = sigmoid(-x).""")
+
+
+def _relu_impl(x: Array) -> Array:
+    return jnp.maximum(x, 0)
+
 
 relu_p, relu = _activation("relu", _relu_impl, """max(x, 0); integers allowed.
 
@@ -121,6 +121,10 @@ register_elementwise(hardtanh, hardtanh_p, _hardtanh_reference)
 
 
 # ------------------------------------------------- hardswish and silu
+def _hardswish_impl(x: Array) -> Array:
+    return x * jnp.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+
 hardswish_p, hardswish = _activation("hardswish", _hardswish_impl, """\
 x * min(max(x + 3, 0), 6) / 6.
 
@@ -130,7 +134,14 @@ hardswish'(-3) = 0 and hardswish'(3) = 1, as Paddle's hardswish_grad.""",
 
 silu_p, silu = _activation("silu", jax.nn.silu, """x * sigmoid(x) (swish).
 
-d/dx = sigmoid(x) * (1 + x * sigmoid(-x)).""")
+d/dx = s (1 + x (1 - s)) with s = sigmoid(x) (``silu_slope``).""")
+
+
+def silu_slope(x: Any, s: Any) -> Any:
+    """silu'(x) = ``s (1 + x (1 - s))`` given ``s = sigmoid(x)``, in gradrules
+    ops: the one formula of silu's derivative (silu's JVP, and the gated
+    MLPs', which share ``s`` with ``silu(x) = x s``)."""
+    return multiply(s, add(multiply(x, subtract(1.0, s)), 1.0))
 
 
 # ------------------------------------------------------------------- gelu

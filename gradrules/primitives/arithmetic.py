@@ -1,6 +1,11 @@
 """Binary arithmetic with numpy broadcasting: add, subtract, multiply, divide,
 pow, maximum, minimum, remainder, fmod, atan2, residual_add, bias_add, and the
-scalar-param ops scale and div_scale."""
+scalar-param ops scale and div_scale.
+
+The broadcasting ops are made by ``define_elementwise`` (primitive, public
+function and manifest entry in one call); add, subtract, multiply and divide
+also take Paddle's ``axis`` argument, and so do their jax.numpy references.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +17,12 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray
-from ..core.meta import check_dtype, number_param, op_name, paddle_axis_shape
+from ..core.args import number_param
+from ..core.meta import check_dtype, op_name, paddle_axis_shape
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from ._elementwise import (elementwise_op, elementwise_primitive, promote,
-                           register_elementwise)
+from ._elementwise import define_elementwise, elementwise_primitive
+from .convert import promote
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -24,80 +30,106 @@ FAMILY = "arithmetic"
 XY = ("x", "y")
 
 
-def _paddle_reference(fn: Any) -> Any:
-    """A jax.numpy reference that also takes Paddle's ``axis`` argument."""
-    def reference(x: ArrayLike, y: ArrayLike, *, axis: int = -1) -> Array:
-        y = jnp.reshape(y, paddle_axis_shape("reference", np.shape(x), np.shape(y), axis))
-        return fn(x, y)
-    reference.__name__ = f"reference_{fn.__name__}"
-    return reference
+def _paddle_y(x: ArrayLike, y: ArrayLike, axis: int) -> Array:
+    """``y`` reshaped for Paddle's ``axis`` argument (for the jax.numpy
+    references; -1: unchanged, numpy broadcasting)."""
+    return jnp.reshape(y, paddle_axis_shape("reference", np.shape(x), np.shape(y), axis))
 
 
-add_p = elementwise_primitive("add", jnp.add, family=FAMILY, operands=XY, kind="numeric")
-add = elementwise_op(add_p, kind="numeric", paddle_axis=True, doc="""x + y, numpy broadcasting.
+# ----------------------------------------------------------------------- add
+def _add_reference(x: ArrayLike, y: ArrayLike, *, axis: int = -1) -> Array:
+    return jnp.add(x, _paddle_y(x, y, axis))
+
+
+add_p, add = define_elementwise("add", jnp.add, """x + y, numpy broadcasting.
 
 Linear in (x, y): the tangent is t_x + t_y and the transpose sends the
 cotangent to both operands, summed over the axes each was broadcast along.
-``axis`` is Paddle's broadcasting argument (-1: numpy rules).""")
+``axis`` is Paddle's broadcasting argument (-1: numpy rules).""",
+                                family=FAMILY, kind="numeric", operands=XY, paddle_axis=True,
+                                reference=_add_reference, linear=(XY,), order=3)
 
-subtract_p = elementwise_primitive("subtract", jnp.subtract, family=FAMILY, operands=XY,
-                                   kind="numeric")
-subtract = elementwise_op(subtract_p, kind="numeric", paddle_axis=True, doc="""x - y.
 
-Linear in (x, y): tangent t_x - t_y; transpose (ct, -ct), unbroadcast.""")
+# ------------------------------------------------------------------ subtract
+def _subtract_reference(x: ArrayLike, y: ArrayLike, *, axis: int = -1) -> Array:
+    return jnp.subtract(x, _paddle_y(x, y, axis))
 
-multiply_p = elementwise_primitive("multiply", jnp.multiply, family=FAMILY, operands=XY,
-                                   kind="numeric")
-multiply = elementwise_op(multiply_p, kind="numeric", paddle_axis=True, doc="""x * y.
+
+subtract_p, subtract = define_elementwise("subtract", jnp.subtract, """x - y.
+
+Linear in (x, y): tangent t_x - t_y; transpose (ct, -ct), unbroadcast.""",
+                                          family=FAMILY, kind="numeric", operands=XY,
+                                          paddle_axis=True, reference=_subtract_reference,
+                                          linear=(XY,), order=3)
+
+
+# ------------------------------------------------------------------ multiply
+def _multiply_reference(x: ArrayLike, y: ArrayLike, *, axis: int = -1) -> Array:
+    return jnp.multiply(x, _paddle_y(x, y, axis))
+
+
+multiply_p, multiply = define_elementwise("multiply", jnp.multiply, """x * y.
 
 Bilinear: tangent t_x * y + x * t_y; the transpose for x is ct * y (and for y,
-x * ct), summed over broadcast axes.""")
+x * ct), summed over broadcast axes.""",
+                                          family=FAMILY, kind="numeric", operands=XY,
+                                          paddle_axis=True, reference=_multiply_reference,
+                                          linear=(("x",), ("y",)), order=3)
 
-divide_p = elementwise_primitive("divide", jnp.divide, family=FAMILY, operands=XY, kind="float")
-divide = elementwise_op(divide_p, kind="float", paddle_axis=True, doc="""x / y (true division).
 
-Linear in x: d/dx = 1 / y, transpose ct / y. d/dy = -x / y**2 = -out / y.""")
+# -------------------------------------------------------------------- divide
+def _divide_reference(x: ArrayLike, y: ArrayLike, *, axis: int = -1) -> Array:
+    return jnp.divide(x, _paddle_y(x, y, axis))
 
-pow_p = elementwise_primitive("pow", jnp.power, family=FAMILY, operands=XY, kind="float")
-pow = elementwise_op(pow_p, kind="float", doc="""x ** y (Paddle's elementwise_pow).
 
-d/dx = y * x**(y - 1) (0 where y == 0); d/dy = log(x) * x**y (0 where x == 0).""")
+divide_p, divide = define_elementwise("divide", jnp.divide, """x / y (true division).
 
-maximum_p = elementwise_primitive("maximum", jnp.maximum, family=FAMILY, operands=XY,
-                                  kind="numeric")
-maximum = elementwise_op(maximum_p, kind="numeric", doc="""max(x, y) elementwise.
+Linear in x: d/dx = 1 / y, transpose ct / y. d/dy = -x / y**2 = -out / y.""",
+                                      family=FAMILY, kind="float", operands=XY,
+                                      paddle_axis=True, reference=_divide_reference,
+                                      linear=(("x",),), order=3)
+
+
+# ------------------------------------------------- nonlinear binary ops
+pow_p, pow = define_elementwise("pow", jnp.power, """x ** y (Paddle's elementwise_pow).
+
+d/dx = y * x**(y - 1) (0 where y == 0); d/dy = log(x) * x**y (0 where x == 0).""",
+                                family=FAMILY, kind="float", operands=XY)
+
+maximum_p, maximum = define_elementwise("maximum", jnp.maximum, """max(x, y) elementwise.
 
 d/dx = [x > y] + 0.5 [x == y], d/dy = [y > x] + 0.5 [x == y]: ties split the
-gradient evenly, as the core IR and Paddle do.""")
+gradient evenly, as the core IR and Paddle do.""",
+                                        family=FAMILY, kind="numeric", operands=XY, order=3)
 
-minimum_p = elementwise_primitive("minimum", jnp.minimum, family=FAMILY, operands=XY,
-                                  kind="numeric")
-minimum = elementwise_op(minimum_p, kind="numeric", doc="""min(x, y) elementwise.
+minimum_p, minimum = define_elementwise("minimum", jnp.minimum, """min(x, y) elementwise.
 
-d/dx = [x < y] + 0.5 [x == y], d/dy = [y < x] + 0.5 [x == y] (ties split).""")
+d/dx = [x < y] + 0.5 [x == y], d/dy = [y < x] + 0.5 [x == y] (ties split).""",
+                                        family=FAMILY, kind="numeric", operands=XY, order=3)
 
-remainder_p = elementwise_primitive("remainder", jnp.remainder, family=FAMILY, operands=XY,
-                                    kind="numeric")
-remainder = elementwise_op(remainder_p, kind="numeric", doc="""x mod y with the sign of y
-(Python's %, numpy's remainder): x - floor(x / y) * y.
+remainder_p, remainder = define_elementwise("remainder", jnp.remainder, """x mod y with the
+sign of y (Python's %, numpy's remainder): x - floor(x / y) * y.
 
-d/dx = 1, d/dy = -floor(x / y) (away from the jumps).""")
+d/dx = 1, d/dy = -floor(x / y) (away from the jumps).""",
+                                            family=FAMILY, kind="numeric", operands=XY)
 
-fmod_p = elementwise_primitive("fmod", jnp.fmod, family=FAMILY, operands=XY, kind="numeric")
-fmod = elementwise_op(fmod_p, kind="numeric", doc="""x mod y with the sign of x (C's fmod):
+fmod_p, fmod = define_elementwise("fmod", jnp.fmod, """x mod y with the sign of x (C's fmod):
 x - trunc(x / y) * y.
 
-d/dx = 1, d/dy = -trunc(x / y) (away from the jumps).""")
+d/dx = 1, d/dy = -trunc(x / y) (away from the jumps).""",
+                                  family=FAMILY, kind="numeric", operands=XY)
 
-atan2_p = elementwise_primitive("atan2", jnp.arctan2, family=FAMILY, operands=XY, kind="float")
-atan2 = elementwise_op(atan2_p, kind="float", doc="""atan2(x, y): the angle of the point (y, x).
+atan2_p, atan2 = define_elementwise("atan2", jnp.arctan2, """atan2(x, y): the angle of the
+point (y, x).
 
-d/dx = y / (x**2 + y**2), d/dy = -x / (x**2 + y**2).""")
+d/dx = y / (x**2 + y**2), d/dy = -x / (x**2 + y**2).""",
+                                    family=FAMILY, kind="float", operands=XY)
 
-residual_add_p = elementwise_primitive("residual_add", jnp.add, family=FAMILY,
-                                       operands=("a", "b"), kind="numeric")
-residual_add = elementwise_op(residual_add_p, kind="numeric", doc="""a + b, the residual
-connection of a transformer block (the trainer's residual_add). Linear.""")
+residual_add_p, residual_add = define_elementwise("residual_add", jnp.add, """a + b, the
+residual connection of a transformer block (the trainer's residual_add). Linear.""",
+                                                  family=FAMILY, kind="numeric",
+                                                  operands=("a", "b"), linear=(("a", "b"),))
+
 
 # ------------------------------------------------------------------ bias_add
 def _bias_add_infer_meta(x: Any, bias: Any) -> ShapedArray:
@@ -126,27 +158,16 @@ def bias_add(x: ArrayLike, bias: ArrayLike) -> Array:
     return bias_add_p.bind(x, bias)
 
 
-# ------------------------------------------------------- scale / div_scale
-def _scale_meta(op: str) -> Any:
-    def infer_meta(x: Any, *, scale: float) -> ShapedArray:
-        check_dtype(op, "x", x.dtype, "float")
-        return ShapedArray(x.shape, x.dtype, weak_type=x.weak_type)
-    infer_meta.__name__ = f"_{op}_infer_meta"
-    return infer_meta
+register_op(OpDef(name="bias_add", family=FAMILY, fn=bias_add, primitives=(bias_add_p,),
+                  reference=jnp.add, operands=("x", "bias"), linear=(("x", "bias"),)))
 
 
+# --------------------------------------------------------------------- scale
 def _scale_impl(x: Array, *, scale: float) -> Array:
     return x * jnp.asarray(scale, x.dtype)
 
 
-def _div_scale_impl(x: Array, *, scale: float) -> Array:
-    return x / jnp.asarray(scale, x.dtype)
-
-
-scale_p = define_primitive("scale", family=FAMILY, operands=("x",), params=("scale",),
-                           infer_meta=_scale_meta("scale"), impl=_scale_impl)
-div_scale_p = define_primitive("div_scale", family=FAMILY, operands=("x",), params=("scale",),
-                               infer_meta=_scale_meta("div_scale"), impl=_div_scale_impl)
+scale_p = elementwise_primitive("scale", _scale_impl, family=FAMILY, params=("scale",))
 
 
 def scale(x: ArrayLike, *, scale: float) -> Array:
@@ -154,6 +175,23 @@ def scale(x: ArrayLike, *, scale: float) -> Array:
     the transpose is scale(ct, scale=scale)."""
     (x,) = promote("scale", {"x": x}, "float")
     return scale_p.bind(x, scale=number_param("scale", "scale", scale))
+
+
+def _scale_reference(x: ArrayLike, *, scale: float) -> Array:
+    return x * scale
+
+
+register_op(OpDef(name="scale", family=FAMILY, fn=scale, primitives=(scale_p,),
+                  reference=_scale_reference, operands=("x",), linear=(("x",),)))
+
+
+# ----------------------------------------------------------------- div_scale
+def _div_scale_impl(x: Array, *, scale: float) -> Array:
+    return x / jnp.asarray(scale, x.dtype)
+
+
+div_scale_p = elementwise_primitive("div_scale", _div_scale_impl, family=FAMILY,
+                                    params=("scale",))
 
 
 def div_scale(x: ArrayLike, *, scale: float) -> Array:
@@ -166,23 +204,9 @@ def div_scale(x: ArrayLike, *, scale: float) -> Array:
     return div_scale_p.bind(x, scale=s)
 
 
-register_elementwise(add, add_p, _paddle_reference(jnp.add), linear=(XY,), order=3)
-register_elementwise(subtract, subtract_p, _paddle_reference(jnp.subtract), linear=(XY,),
-                     order=3)
-register_elementwise(multiply, multiply_p, _paddle_reference(jnp.multiply),
-                     linear=(("x",), ("y",)), order=3)
-register_elementwise(divide, divide_p, _paddle_reference(jnp.divide), linear=(("x",),),
-                     order=3)
-register_elementwise(pow, pow_p, jnp.power)
-register_elementwise(maximum, maximum_p, jnp.maximum, order=3)
-register_elementwise(minimum, minimum_p, jnp.minimum, order=3)
-register_elementwise(remainder, remainder_p, jnp.remainder)
-register_elementwise(fmod, fmod_p, jnp.fmod)
-register_elementwise(atan2, atan2_p, jnp.arctan2)
-register_elementwise(residual_add, residual_add_p, jnp.add, linear=(("a", "b"),))
-register_op(OpDef("bias_add", FAMILY, bias_add, (bias_add_p,), jnp.add, ("x", "bias"),
-                  linear=(("x", "bias"),)))
-register_op(OpDef("scale", FAMILY, scale, (scale_p,), lambda x, *, scale: x * scale, ("x",),
-                  linear=(("x",),)))
-register_op(OpDef("div_scale", FAMILY, div_scale, (div_scale_p,),
-                  lambda x, *, scale: x / scale, ("x",), linear=(("x",),)))
+def _div_scale_reference(x: ArrayLike, *, scale: float) -> Array:
+    return x / scale
+
+
+register_op(OpDef(name="div_scale", family=FAMILY, fn=div_scale, primitives=(div_scale_p,),
+                  reference=_div_scale_reference, operands=("x",), linear=(("x",),)))

@@ -3,7 +3,8 @@ grouped-query heads, causal masking, a boolean mask and an additive bias.
 
 Fused as three primitives (DESIGN.md), each lowered blockwise to XLA by
 ``_attention_xla`` (online softmax over key blocks; no ``[Sq, Sk]`` array
-beyond one block):
+beyond one block), with the block sizes (``BlockSizes``) in the one
+``implementation`` param; their params are ``causal`` and ``scale``:
 
 * ``attention_p(q, k, v, mask, bias) -> (out, lse)``: the forward; ``lse`` is
   the log-sum-exp of each row's scores ``[B, H, Sq]`` (``-inf`` for a row
@@ -20,7 +21,6 @@ and zero bias when none is given.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -31,32 +31,24 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.meta import bool_param, check_dtype, op_name
+from ..core.args import as_array, bool_param, int_param, number_param
+from ..core.kernels import implementation
+from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from . import _attention_xla as xla
-from ._elementwise import as_array, promote
-from ._fused import acc_dtype, int_param, kernel_param, number_param, xla_lowering
+from ._attention_xla import DEFAULT_BLOCKS, BlockSizes
+from ._fused import acc_dtype
+from .convert import convert_element_type, promote
+from .shape import reshape
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
 FAMILY = "attention"
 OPERANDS = ("q", "k", "v", "mask", "bias")
 RESIDUALS = ("out", "lse")
-PARAMS = ("causal", "scale", "block_q", "block_k", "kernel")
+PARAMS = ("causal", "scale")
 _OP = "attention"
-
-
-@dataclass(frozen=True)
-class BlockSizes:
-    """Query and key block sizes of the blockwise lowering (rows of q and of
-    k per step); the public function's ``block_q`` / ``block_k`` override them."""
-
-    block_q: int = 256
-    block_k: int = 512
-
-
-DEFAULT_BLOCKS = BlockSizes()
 
 
 # ---------------------------------------------------------- infer_meta
@@ -143,22 +135,20 @@ def _attention_vjp_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any, out:
 
 attention_p = define_primitive(
     "attention", family=FAMILY, operands=OPERANDS, params=PARAMS, multiple_results=True,
-    infer_meta=_attention_infer_meta, impl=xla_lowering(_OP, xla.forward))
+    infer_meta=_attention_infer_meta, implementations={"xla": xla.forward})
 attention_jvp_p = define_primitive(
     "attention_jvp", family=FAMILY, operands=OPERANDS + RESIDUALS + ("tq", "tk", "tv", "tbias"),
     params=PARAMS, multiple_results=True, infer_meta=_attention_jvp_infer_meta,
-    impl=xla_lowering(_OP, xla.jvp))
+    implementations={"xla": xla.jvp})
 attention_vjp_p = define_primitive(
     "attention_vjp", family=FAMILY, operands=OPERANDS + RESIDUALS + ("ct_out", "ct_lse"),
     params=PARAMS, multiple_results=True, infer_meta=_attention_vjp_infer_meta,
-    impl=xla_lowering(_OP, xla.backward))
+    implementations={"xla": xla.backward})
 
 
 # ------------------------------------------------------ public function
 def _pair_arg(name: str, x: Any, kind: str, like: Any) -> Any:
     """A user mask or bias of rank <= 4, as a rank-4 array (leading 1s)."""
-    from .convert import convert_element_type
-    from .shape import reshape
     x = as_array(_OP, name, x)
     x = jnp.asarray(x) if isinstance(x, (bool, int, float, np.generic)) else x
     check_dtype(_OP, name, jnp.result_type(x), kind)
@@ -198,8 +188,9 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
     A row whose keys are all masked gives ``out_i = 0``, with zero (finite)
     derivatives. ``mask`` (bool, True = attend) and ``bias`` broadcast to
     ``[B, H, Sq, Sk]``. ``block_q`` / ``block_k`` set the block sizes of the
-    blockwise CPU lowering (default ``DEFAULT_BLOCKS``); they never change
-    the result.
+    blockwise CPU lowering (default ``DEFAULT_BLOCKS``), bound as
+    ``implementation=implementation("attention", BlockSizes(block_q,
+    block_k))``; they never change the result.
 
     Derivatives: with ``ds_ij = scale (tq_i . k_j + q_i . tk_j) + tbias_ij``
     the tangent is ``t_out_i = sum_j p_ij (ds_ij (v_j - out_i) + tv_j)``
@@ -224,11 +215,10 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
     mask = np.ones((1, 1, 1, 1), bool) if mask is None else _pair_arg("mask", mask, "bool", q)
     bias = (np.zeros((1, 1, 1, 1), jnp.result_type(q)) if bias is None
             else _pair_arg("bias", bias, "float", q))
-    params = dict(causal=causal, scale=scale,
-                  block_q=_block_param("block_q", block_q, DEFAULT_BLOCKS.block_q),
-                  block_k=_block_param("block_k", block_k, DEFAULT_BLOCKS.block_k),
-                  kernel=kernel_param(_OP))
-    out, _ = attention_p.bind(q, k, v, mask, bias, **params)
+    blocks = BlockSizes(block_q=_block_param("block_q", block_q, DEFAULT_BLOCKS.block_q),
+                        block_k=_block_param("block_k", block_k, DEFAULT_BLOCKS.block_k))
+    out, _ = attention_p.bind(q, k, v, mask, bias, causal=causal, scale=scale,
+                              implementation=implementation(_OP, blocks))
     return out
 
 
@@ -239,7 +229,10 @@ def attention_reference(q: Array, k: Array, v: Array, *, causal: bool = False,
                         block_k: int | None = None) -> Array:
     """Plain jax.numpy attention (materialises the scores), safe at fully
     masked rows: output 0 and zero derivatives there. Jitted, so that the
-    checker's derivatives of it compile once."""
+    checker's derivatives of it compile once. Written apart from the
+    lowerings on purpose (its own shifted max: the checker's oracle);
+    ``block_q`` / ``block_k`` are accepted and ignored, as the samples pass
+    them to both."""
     q, k, v = (jnp.asarray(x) for x in (q, k, v))
     _, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
@@ -261,6 +254,6 @@ def attention_reference(q: Array, k: Array, v: Array, *, causal: bool = False,
     return jnp.einsum("bhqk,bkhd->bqhd", p, v.astype(acc)).astype(q.dtype)
 
 
-register_op(OpDef("attention", FAMILY, attention,
-                  (attention_p, attention_jvp_p, attention_vjp_p), attention_reference,
-                  operands=("q", "k", "v")))
+register_op(OpDef(name="attention", family=FAMILY, fn=attention,
+                  primitives=(attention_p, attention_jvp_p, attention_vjp_p),
+                  reference=attention_reference, operands=("q", "k", "v")))

@@ -9,11 +9,11 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+from .._jax import Primitive, ShapedArray
 from ..core.meta import broadcast_shapes, check_dtype, same_dtype
 from ..core.primitive import define_primitive
-from .._jax import Primitive, ShapedArray
-from ._elementwise import (elementwise_op, elementwise_primitive, promote,
-                           register_elementwise)
+from ._elementwise import define_elementwise, register_elementwise
+from .convert import promote
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -21,14 +21,14 @@ FAMILY = "compare"
 XY = ("x", "y")
 
 
-def _comparison(name: str, fn: Callable[..., Array], symbol: str) -> tuple[Primitive, Callable[..., Array]]:
-    prim = elementwise_primitive(name, fn, family=FAMILY, operands=XY, kind="any",
-                                 out_dtype=np.bool_)
-    public = elementwise_op(prim, kind="any", doc=f"""x {symbol} y elementwise (bool result).
+def _comparison(name: str, fn: Callable[..., Array], symbol: str
+                ) -> tuple[Primitive, Callable[..., Array]]:
+    """A comparison ``x <symbol> y`` (``define_elementwise``: bool result,
+    operands of any real dtype, not differentiable; ``fn`` is its reference)."""
+    return define_elementwise(name, fn, f"""x {symbol} y elementwise (bool result).
 
-Not differentiable: the tangent is a symbolic zero (float0).""")
-    register_elementwise(public, prim, fn, nondiff=XY)
-    return prim, public
+Not differentiable: the tangent is a symbolic zero (float0).""", family=FAMILY, kind="any",
+                              operands=XY, out_dtype=np.bool_, nondiff=XY)
 
 
 eq_p, eq = _comparison("eq", jnp.equal, "==")

@@ -20,12 +20,14 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.meta import check_dtype, int_param, op_name, same_dtype
+from ..core.args import int_pair, int_param
+from ..core.meta import check_dtype, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from ._elementwise import promote
+from .arithmetic import add, bias_add
+from .convert import promote
 from .layout import flip_p
-from .resample import int_pair
+from .shape import reshape, transpose
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -134,8 +136,6 @@ def _bind(x: Any, kernel: Any, data_format: str, **params: Any) -> Array:
 
 
 def _add_bias(op: str, out: Array, b: ArrayLike | None, data_format: str) -> Array:
-    from .arithmetic import add, bias_add
-    from .shape import reshape
     if b is None:
         return out
     (b,) = promote(op, {"b": b}, "float")
@@ -182,6 +182,35 @@ def conv2d(x: ArrayLike, w: ArrayLike, b: ArrayLike | None = None, *,
     return _add_bias(op, out, b, data_format)
 
 
+def _reference_bias(out: Array, b: Array | None, data_format: str) -> Array:
+    if b is None:
+        return out
+    return out + (b if data_format == "NHWC" else b[:, None, None])
+
+
+def _conv2d_reference(x: Array, w: Array, b: Array | None = None, *, stride: Any = 1,
+                      padding: Any = 0, dilation: Any = 1, groups: int = 1,
+                      data_format: str = "NCHW") -> Array:
+    s, r = int_pair("reference", "stride", stride), int_pair("reference", "dilation", dilation)
+    if isinstance(padding, str):
+        pads: Any = padding.upper()
+    elif isinstance(padding, (tuple, list)) and isinstance(padding[0], (tuple, list)):
+        pads = padding
+    else:
+        ph, pw = int_pair("reference", "padding", padding, 0)
+        pads = ((ph, ph), (pw, pw))
+    out = lax.conv_general_dilated(x, w, s, pads, rhs_dilation=r,
+                                   dimension_numbers=(data_format, "OIHW", data_format),
+                                   feature_group_count=groups, precision=lax.Precision.HIGHEST)
+    return _reference_bias(out, b, data_format)
+
+
+register_op(OpDef(name="conv2d", family=FAMILY, fn=conv2d, primitives=(convolution_p, flip_p),
+                  reference=_conv2d_reference, operands=("x", "w", "b"),
+                  linear=(("x", "b"), ("w", "b"))))
+
+
+# -------------------------------------------------------- conv_transpose2d
 def conv_transpose2d(x: ArrayLike, w: ArrayLike, b: ArrayLike | None = None, *,
                      stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
                      output_padding: int | Sequence[int] = 0,
@@ -195,7 +224,6 @@ def conv_transpose2d(x: ArrayLike, w: ArrayLike, b: ArrayLike | None = None, *,
     Computed as a convolution of x dilated by the stride with the flipped
     kernel (in/out features swapped per group), so its rules are conv's.
     """
-    from .shape import reshape, transpose
     op = "conv_transpose2d"
     x, w, s, r, groups, hw = _conv_args(op, x, w, stride, dilation, groups, data_format)
     p = int_pair(op, "padding", padding, 0)
@@ -222,30 +250,6 @@ def conv_transpose2d(x: ArrayLike, w: ArrayLike, b: ArrayLike | None = None, *,
     return _add_bias(op, out, b, data_format)
 
 
-# ---------------------------------------------------------------- registry
-def _reference_bias(out: Array, b: Array | None, data_format: str) -> Array:
-    if b is None:
-        return out
-    return out + (b if data_format == "NHWC" else b[:, None, None])
-
-
-def _conv2d_reference(x: Array, w: Array, b: Array | None = None, *, stride: Any = 1,
-                      padding: Any = 0, dilation: Any = 1, groups: int = 1,
-                      data_format: str = "NCHW") -> Array:
-    s, r = int_pair("reference", "stride", stride), int_pair("reference", "dilation", dilation)
-    if isinstance(padding, str):
-        pads: Any = padding.upper()
-    elif isinstance(padding, (tuple, list)) and isinstance(padding[0], (tuple, list)):
-        pads = padding
-    else:
-        ph, pw = int_pair("reference", "padding", padding, 0)
-        pads = ((ph, ph), (pw, pw))
-    out = lax.conv_general_dilated(x, w, s, pads, rhs_dilation=r,
-                                   dimension_numbers=(data_format, "OIHW", data_format),
-                                   feature_group_count=groups, precision=lax.Precision.HIGHEST)
-    return _reference_bias(out, b, data_format)
-
-
 def _conv_transpose2d_reference(x: Array, w: Array, b: Array | None = None, *, stride: Any = 1,
                                 padding: Any = 0, output_padding: Any = 0, dilation: Any = 1,
                                 groups: int = 1, data_format: str = "NCHW") -> Array:
@@ -269,8 +273,7 @@ def _conv_transpose2d_reference(x: Array, w: Array, b: Array | None = None, *, s
     return _reference_bias(vjp(x)[0], b, data_format)
 
 
-_LIN = (("x", "b"), ("w", "b"))
-register_op(OpDef("conv2d", FAMILY, conv2d, (convolution_p, flip_p), _conv2d_reference,
-                  ("x", "w", "b"), linear=_LIN))
-register_op(OpDef("conv_transpose2d", FAMILY, conv_transpose2d, (convolution_p, flip_p),
-                  _conv_transpose2d_reference, ("x", "w", "b"), linear=_LIN))
+register_op(OpDef(name="conv_transpose2d", family=FAMILY, fn=conv_transpose2d,
+                  primitives=(convolution_p, flip_p),
+                  reference=_conv_transpose2d_reference, operands=("x", "w", "b"),
+                  linear=(("x", "b"), ("w", "b"))))

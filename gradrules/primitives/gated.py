@@ -6,6 +6,11 @@ The trainer's ``swigluLimit`` clamp (``limit``): the gate is clamped from
 above at ``limit`` and ``up`` to ``[-limit, limit]`` before the product (as
 in gpt-oss); the derivative of a clamp is 1 inside its range, boundary
 included, and 0 outside. 16-bit input is computed in float32.
+
+silu_gated's tangent map and backward are written once, in gradrules ops
+(``silu_gated_tangent``, ``silu_gated_cotangent``): that composition is their
+XLA lowering and the function their JVP rules differentiate. The forwards are
+lowered from plain jax.numpy.
 """
 
 from __future__ import annotations
@@ -17,66 +22,82 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .._jax import ShapedArray
-from ..core.meta import bool_param, check_dtype, op_name
+from .._jax import ShapedArray, aval_of
+from ..core.args import bool_param, choice_param, float_array, number_param
+from ..core.kernels import Implementation, implementation
+from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from ._elementwise import promote
-from ._fused import (choice_param, float_array, kernel_param, matching_meta, number_param,
-                     upcast, xla_lowering)
+from ._compose import cast
+from ._fused import acc_dtype, matching_meta, upcast
+from .activation import clamp, sigmoid, silu_slope
+from .arithmetic import add, multiply
+from .compare import le, where
+from .convert import promote
+from .unary import abs as gr_abs
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
 FAMILY = "gated"
-PARAMS = ("limit", "kernel")
+PARAMS = ("limit",)
 ROWSPLIT_ACTIVATIONS = ("silu", "gelu", "gelu_tanh")
 
 
-def _clamped(gate: Array, up: Array, limit: float | None) -> tuple[Array, Array, Any, Any]:
-    """(gate, up) clamped, and the masks where each clamp passes derivatives
-    (None without a limit). jax.numpy: the lowerings' helper."""
-    if limit is None:
-        return gate, up, None, None
-    return (jnp.minimum(gate, limit), jnp.clip(up, -limit, limit), gate <= limit,
-            jnp.abs(up) <= limit)
-
-
-def _keep(x: Array, mask: Any) -> Array:
-    return x if mask is None else jnp.where(mask, x, 0)
-
-
-def _silu_parts(gate: Array, up: Array, limit: float | None) -> tuple[Array, ...]:
-    g, u, mg, mu = _clamped(upcast(gate), upcast(up), limit)
-    s = jax.nn.sigmoid(g)
-    return u, g * s, s * (1 + g * (1 - s)), mg, mu   # up, silu, silu', masks
-
-
 def _silu_gated_impl(gate: Array, up: Array, *, limit: float | None) -> Array:
-    u, silu, _, _, _ = _silu_parts(gate, up, limit)
-    return (silu * u).astype(gate.dtype)
+    g, u = upcast(gate), upcast(up)
+    if limit is not None:
+        g, u = jnp.minimum(g, limit), jnp.clip(u, -limit, limit)
+    return (g * jax.nn.sigmoid(g) * u).astype(gate.dtype)
 
 
-def _silu_gated_jvp_impl(gate: Array, up: Array, tg: Array, tu: Array, *,
-                         limit: float | None) -> Array:
-    u, silu, dsilu, mg, mu = _silu_parts(gate, up, limit)
-    t = _keep(dsilu * u * upcast(tg), mg) + _keep(silu * upcast(tu), mu)
-    return t.astype(gate.dtype)
+def _silu_terms(gate: Any, up: Any, limit: float | None) -> tuple[Any, ...]:
+    """(accumulation dtype, clamped up, silu(gate), silu'(gate) = s (1 + gate
+    (1 - s)) with s = sigmoid(gate), and the masks where each clamp passes
+    derivatives (None without a limit)), in gradrules ops. The clamps are the
+    catalog clamp, whose derivative is 1 inside its range, bounds included, as
+    the masks (so the JVPs of the compositions agree with them)."""
+    acc = acc_dtype(aval_of(gate).dtype)
+    g, u = cast(gate, acc), cast(up, acc)
+    mg = mu = None
+    if limit is not None:
+        mg, mu = le(g, limit), le(gr_abs(u), limit)
+        g, u = clamp(g, max=limit), clamp(u, min=-limit, max=limit)
+    s = sigmoid(g)
+    return acc, u, multiply(g, s), silu_slope(g, s), mg, mu
 
 
-def _silu_gated_vjp_impl(gate: Array, up: Array, g: Array, *,
-                         limit: float | None) -> list[Array]:
-    u, silu, dsilu, mg, mu = _silu_parts(gate, up, limit)
-    gf = upcast(g)
-    return [_keep(gf * u * dsilu, mg).astype(gate.dtype), _keep(gf * silu, mu).astype(up.dtype)]
+def _keep(x: Any, mask: Any) -> Any:
+    return x if mask is None else where(mask, x, 0.0)
+
+
+def silu_gated_tangent(gate: Any, up: Any, tg: Any, tu: Any, *, limit: float | None) -> Any:
+    """``silu'(gate) up t_gate + silu(gate) t_up`` (each times its clamp's
+    mask), in float32 for 16-bit input: silu_gated's tangent map."""
+    acc, u, s, ds, mg, mu = _silu_terms(gate, up, limit)
+    t = add(_keep(multiply(multiply(ds, u), cast(tg, acc)), mg),
+            _keep(multiply(s, cast(tu, acc)), mu))
+    return cast(t, aval_of(gate).dtype)
+
+
+def silu_gated_cotangent(gate: Any, up: Any, g: Any, *, limit: float | None
+                         ) -> tuple[Any, Any]:
+    """``(g up silu'(gate), g silu(gate))`` (each times its clamp's mask): the
+    transpose of the tangent map, silu_gated's backward."""
+    acc, u, s, ds, mg, mu = _silu_terms(gate, up, limit)
+    gf = cast(g, acc)
+    dtype = aval_of(gate).dtype
+    return (cast(_keep(multiply(multiply(gf, u), ds), mg), dtype),
+            cast(_keep(multiply(gf, s), mu), dtype))
 
 
 silu_gated_p = define_primitive("silu_gated", family=FAMILY, operands=("gate", "up"),
-                                params=PARAMS, infer_meta=matching_meta("silu_gated", ("gate", "up")),
-                                impl=xla_lowering("silu_gated", _silu_gated_impl))
+                                params=PARAMS,
+                                infer_meta=matching_meta("silu_gated", ("gate", "up")),
+                                implementations={"xla": _silu_gated_impl})
 silu_gated_jvp_p = define_primitive(
     "silu_gated_jvp", family=FAMILY, operands=("gate", "up", "tg", "tu"), params=PARAMS,
     infer_meta=matching_meta("silu_gated_jvp", ("gate", "up", "tg", "tu")),
-    impl=xla_lowering("silu_gated_jvp", _silu_gated_jvp_impl))
+    implementations={"xla": silu_gated_tangent})
 
 
 def _silu_gated_vjp_meta(gate: Any, up: Any, g: Any, **params: Any) -> tuple[ShapedArray, ...]:
@@ -86,7 +107,7 @@ def _silu_gated_vjp_meta(gate: Any, up: Any, g: Any, **params: Any) -> tuple[Sha
 
 silu_gated_vjp_p = define_primitive(
     "silu_gated_vjp", family=FAMILY, operands=("gate", "up", "g"), params=PARAMS,
-    infer_meta=_silu_gated_vjp_meta, impl=xla_lowering("silu_gated_vjp", _silu_gated_vjp_impl),
+    infer_meta=_silu_gated_vjp_meta, implementations={"xla": silu_gated_cotangent},
     multiple_results=True)
 
 
@@ -115,7 +136,8 @@ def silu_gated(gate: ArrayLike, up: ArrayLike, *, limit: float | None = None) ->
     """
     op = "silu_gated"
     gate, up = _pair(op, gate, up)
-    return silu_gated_p.bind(gate, up, limit=limit_param(op, limit), kernel=kernel_param(op))
+    return silu_gated_p.bind(gate, up, limit=limit_param(op, limit),
+                             implementation=implementation(op))
 
 
 def _silu_gated_reference(gate: ArrayLike, up: ArrayLike, *, limit: float | None = None
@@ -126,6 +148,11 @@ def _silu_gated_reference(gate: ArrayLike, up: ArrayLike, *, limit: float | None
         g, u = jnp.where(g <= limit, g, limit), jnp.where(jnp.abs(u) <= limit, u,
                                                              jnp.sign(u) * limit)
     return (jax.nn.silu(g) * u).astype(gate.dtype)
+
+
+register_op(OpDef(name="silu_gated", family=FAMILY, fn=silu_gated,
+                  primitives=(silu_gated_p, silu_gated_jvp_p, silu_gated_vjp_p),
+                  reference=_silu_gated_reference, operands=("gate", "up")))
 
 
 # --------------------------------------------------------------- gelu_gated
@@ -160,8 +187,12 @@ def _gelu_gated_reference(gate: ArrayLike, up: ArrayLike, *, approximate: bool =
     return (_gelu(upcast(gate), approximate) * upcast(jnp.asarray(up))).astype(gate.dtype)
 
 
+register_op(OpDef(name="gelu_gated", family=FAMILY, fn=gelu_gated, primitives=(gelu_gated_p,),
+                  reference=_gelu_gated_reference, operands=("gate", "up")))
+
+
 # ------------------------------------------------------------ silu_rowsplit
-def _rowsplit_meta(x: Any, *, activation: str, limit: float | None, kernel: str
+def _rowsplit_meta(x: Any, *, activation: str, limit: float | None, implementation: Implementation
                    ) -> ShapedArray:
     op = "silu_rowsplit"
     check_dtype(op, "x", x.dtype, "float")
@@ -179,9 +210,9 @@ def _rowsplit_impl(x: Array, *, activation: str, limit: float | None) -> Array:
 
 
 silu_rowsplit_p = define_primitive("silu_rowsplit", family=FAMILY, operands=("x",),
-                                   params=("activation", "limit", "kernel"),
+                                   params=("activation", "limit"),
                                    infer_meta=_rowsplit_meta,
-                                   impl=xla_lowering("silu_rowsplit", _rowsplit_impl))
+                                   implementations={"xla": _rowsplit_impl})
 
 
 def silu_rowsplit(x: ArrayLike, *, activation: str = "silu", limit: float | None = None
@@ -205,7 +236,8 @@ def silu_rowsplit(x: ArrayLike, *, activation: str = "silu", limit: float | None
     if np.ndim(x) < 1 or np.shape(x)[-1] % 2:
         raise ValueError(f"{op_name(op)}: the last axis of x holds gate and up halves and must "
                          f"have an even size, got x with shape {np.shape(x)}")
-    return silu_rowsplit_p.bind(x, activation=activation, limit=limit, kernel=kernel_param(op))
+    return silu_rowsplit_p.bind(x, activation=activation, limit=limit,
+                                implementation=implementation(op))
 
 
 def _silu_rowsplit_reference(x: ArrayLike, *, activation: str = "silu",
@@ -216,10 +248,6 @@ def _silu_rowsplit_reference(x: ArrayLike, *, activation: str = "silu",
     return _gelu_gated_reference(gate, up, approximate=activation == "gelu_tanh")
 
 
-register_op(OpDef("silu_gated", FAMILY, silu_gated, (silu_gated_p, silu_gated_jvp_p,
-                                                      silu_gated_vjp_p),
-                  _silu_gated_reference, ("gate", "up")))
-register_op(OpDef("gelu_gated", FAMILY, gelu_gated, (gelu_gated_p,), _gelu_gated_reference,
-                  ("gate", "up")))
-register_op(OpDef("silu_rowsplit", FAMILY, silu_rowsplit, (silu_rowsplit_p,),
-                  _silu_rowsplit_reference, ("x",)))
+register_op(OpDef(name="silu_rowsplit", family=FAMILY, fn=silu_rowsplit,
+                  primitives=(silu_rowsplit_p,), reference=_silu_rowsplit_reference,
+                  operands=("x",)))

@@ -1,15 +1,11 @@
-"""Layout: slice, row_slice, select, dynamic_slice, dynamic_update_slice,
-concatenate, split, pad, tile, repeat, flip, tensor_unfold (and tensor_fold,
-its transpose).
+"""Layout: concatenate, pad, tile, repeat, flip, tensor_unfold (and
+tensor_fold, its transpose).
 
-All of them are linear in their array data. Their transposes are layout
-primitives too: slice <-> pad, select/row_slice -> pad, dynamic_slice <->
-dynamic_update_slice, concatenate <-> split, flip -> flip, tile -> a sum over
-the tiles, repeat -> a sum over the copies, tensor_unfold <-> tensor_fold.
-Integer start indices (dynamic_slice) follow the jax.numpy rule: negative
-ones count from the end, then the start is clipped so the slice fits. Starts
-of a dtype narrower than int32 are widened to int32 first (as index arrays
-are in the indexing family), so ``start + n`` cannot wrap around.
+All of them are linear in their array data. Their transposes are made of
+layout and slicing primitives: concatenate <-> split, pad -> slice (reflect
+and replicate also fold the border copies back), flip -> flip, tile -> a sum
+over the tiles, repeat -> a sum over the copies, tensor_unfold <->
+tensor_fold.
 """
 
 from __future__ import annotations
@@ -25,12 +21,12 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.meta import (check_dtype, int_tuple, normalize_axes, normalize_axis, op_name,
-                         same_dtype)
+from ..core.args import as_array, int_tuple
+from ..core.meta import check_dtype, normalize_axes, normalize_axis, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from ._elementwise import as_array, promote
-from .indexing import data_arg, index_arg, vmapped, wide_index
+from .convert import convert_element_type, data_arg, promote
+from .shape import reshape
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -38,7 +34,8 @@ FAMILY = "layout"
 
 
 # ------------------------------------------------------------------ helpers
-def _aval(x: Any, shape: Sequence[int]) -> ShapedArray:
+def shaped_like(x: Any, shape: Sequence[int]) -> ShapedArray:
+    """The aval of ``shape`` with x's dtype and weak type."""
     return ShapedArray(tuple(int(d) for d in shape), x.dtype, weak_type=x.weak_type)
 
 
@@ -47,238 +44,7 @@ def _nonnegative(op: str, arg: str, vals: Sequence[int]) -> None:
         raise ValueError(f"{op_name(op)}: {arg} must not be negative, got {tuple(vals)}")
 
 
-def _positive(op: str, arg: str, vals: Sequence[int]) -> None:
-    if any(v < 1 for v in vals):
-        raise ValueError(f"{op_name(op)}: {arg} must be positive (a step of 0 is "
-                         f"not allowed), got {tuple(vals)}")
-
-
-# ------------------------------------------------------------------- slice
-def slice_shape(start: Sequence[int], limit: Sequence[int], strides: Sequence[int]
-                ) -> tuple[int, ...]:
-    return tuple(max(0, -(-(hi - lo) // s)) for lo, hi, s in zip(start, limit, strides))
-
-
-def _slice_infer_meta(x: Any, *, start_indices: tuple[int, ...], limit_indices: tuple[int, ...],
-                      strides: tuple[int, ...]) -> ShapedArray:
-    check_dtype("slice", "x", x.dtype, "any")
-    ok = (len(start_indices) == len(limit_indices) == len(strides) == len(x.shape)
-          and all(0 <= lo <= hi <= n for lo, hi, n in zip(start_indices, limit_indices, x.shape))
-          and all(s >= 1 for s in strides))
-    if not ok:
-        raise ValueError(f"{op_name('slice')}: start {start_indices}, limit {limit_indices} and "
-                         f"strides {strides} do not slice x with shape {tuple(x.shape)}")
-    return _aval(x, slice_shape(start_indices, limit_indices, strides))
-
-
-slice_p = define_primitive("slice", family=FAMILY, operands=("x",),
-                           params=("start_indices", "limit_indices", "strides"),
-                           infer_meta=_slice_infer_meta, impl=lax.slice)
-
-
-def slice(x: ArrayLike, *, start: Sequence[int], limit: Sequence[int],  # noqa: A001
-          strides: Sequence[int] | None = None) -> Array:
-    """``x[start[0]:limit[0]:strides[0], ...]`` with static bounds
-    (``lax.slice``): ``0 <= start <= limit <= shape`` and positive strides.
-
-    Linear; the transpose pads the cotangent with zeros (``pad`` with
-    interior padding ``stride - 1`` between the elements).
-    """
-    x = data_arg("slice", "x", x)
-    nd = np.ndim(x)
-    start = int_tuple("slice", "start", start, nd)
-    limit = int_tuple("slice", "limit", limit, nd)
-    strides = (1,) * nd if strides is None else int_tuple("slice", "strides", strides, nd)
-    _positive("slice", "strides", strides)
-    if not all(0 <= lo <= hi <= n for lo, hi, n in zip(start, limit, np.shape(x))):
-        raise ValueError(f"{op_name('slice')}: start {start} and limit {limit} must satisfy "
-                         f"0 <= start <= limit <= shape {np.shape(x)}")
-    return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=strides)
-
-
-# --------------------------------------------------------- select, row_slice
-def _select_meta(op: str) -> Any:
-    def infer_meta(x: Any, *, axis: int, index: int) -> ShapedArray:
-        check_dtype(op, "x", x.dtype, "any")
-        if not 0 <= axis < len(x.shape) or not 0 <= index < x.shape[axis]:
-            raise ValueError(f"{op_name(op)}: index {index} along axis {axis} is out of "
-                             f"range for x with shape {tuple(x.shape)}")
-        return _aval(x, x.shape[:axis] + x.shape[axis + 1:])
-    infer_meta.__name__ = f"_{op}_infer_meta"
-    return infer_meta
-
-
-def _select_impl(x: Array, *, axis: int, index: int) -> Array:
-    return lax.index_in_dim(x, index, axis, keepdims=False)
-
-
-select_p = define_primitive("select", family=FAMILY, operands=("x",), params=("axis", "index"),
-                            infer_meta=_select_meta("select"), impl=_select_impl)
-row_slice_p = define_primitive("row_slice", family=FAMILY, operands=("x",),
-                               params=("axis", "index"), infer_meta=_select_meta("row_slice"),
-                               impl=_select_impl)
-
-
-def select(x: ArrayLike, *, axis: int, index: int) -> Array:
-    """``x[..., index, ...]`` at ``axis``, which is removed (aten.select.int).
-    ``index`` is a static int; negative counts from the end, out of range is
-    an error. Linear; the transpose pads the cotangent back with zeros."""
-    x = data_arg("select", "x", x)
-    axis = normalize_axis("select", axis, np.ndim(x))
-    if np.ndim(x) == 0:
-        raise ValueError(f"{op_name('select')}: x must have at least one axis")
-    index = normalize_axis("select", index, np.shape(x)[axis], "index")
-    return select_p.bind(x, axis=axis, index=index)
-
-
-def row_slice(x: ArrayLike, *, rows: int, cols: int, row_index: int) -> Array:
-    """Row ``row_index`` of the ``[rows, cols]`` matrix x (the trainer's
-    row_slice; leading batch axes are allowed): shape ``x.shape[:-2] + (cols,)``.
-    Linear; the transpose puts the cotangent back in a zero matrix (a pad)."""
-    x = data_arg("row_slice", "x", x)
-    rows, cols, row_index = int_tuple("row_slice", "rows, cols, row_index",
-                                      (rows, cols, row_index))
-    if np.ndim(x) < 2 or tuple(np.shape(x)[-2:]) != (rows, cols):
-        raise ValueError(f"{op_name('row_slice')}: x with shape {np.shape(x)} is not a "
-                         f"[rows={rows}, cols={cols}] matrix")
-    if not 0 <= row_index < rows:
-        raise ValueError(f"{op_name('row_slice')}: row_index={row_index} is out of range for "
-                         f"{rows} rows")
-    return row_slice_p.bind(x, axis=np.ndim(x) - 2, index=row_index)
-
-
-# ------------------------------------------ dynamic_slice / dynamic_update_slice
-def _check_starts(op: str, x: Any, starts: Any, batch_dims: int) -> None:
-    check_dtype(op, "start_indices", starts.dtype, "int")
-    want = tuple(x.shape[:batch_dims]) + (len(x.shape) - batch_dims,)
-    if tuple(starts.shape) != want:
-        raise ValueError(f"{op_name(op)}: start_indices must have shape {want} (one start "
-                         f"per axis of x with shape {tuple(x.shape)}), got {tuple(starts.shape)}")
-
-
-def _dynamic_slice_infer_meta(x: Any, starts: Any, *, slice_sizes: tuple[int, ...],
-                              batch_dims: int) -> ShapedArray:
-    check_dtype("dynamic_slice", "x", x.dtype, "any")
-    _check_starts("dynamic_slice", x, starts, batch_dims)
-    inner = x.shape[batch_dims:]
-    if len(slice_sizes) != len(inner) or any(not 0 <= s <= n for s, n in zip(slice_sizes, inner)):
-        raise ValueError(f"{op_name('dynamic_slice')}: slice_sizes {slice_sizes} do not fit x "
-                         f"with shape {tuple(inner)}")
-    return _aval(x, x.shape[:batch_dims] + slice_sizes)
-
-
-def _starts_list(starts: Array, shape: Sequence[int]) -> list[Array]:
-    """One start per axis, negative ones counted from the end (lax clips)."""
-    starts = wide_index(starts)
-    return [jnp.where(starts[i] < 0, starts[i] + n, starts[i]) for i, n in enumerate(shape)]
-
-
-def _dynamic_slice_impl(x: Array, starts: Array, *, slice_sizes: tuple[int, ...],
-                        batch_dims: int) -> Array:
-    def one(x: Array, starts: Array) -> Array:
-        return lax.dynamic_slice(x, _starts_list(starts, x.shape), slice_sizes)
-    return vmapped(one, batch_dims)(x, starts)
-
-
-dynamic_slice_p = define_primitive("dynamic_slice", family=FAMILY, operands=("x", "start_indices"),
-                                   params=("slice_sizes", "batch_dims"),
-                                   infer_meta=_dynamic_slice_infer_meta, impl=_dynamic_slice_impl)
-
-
-def _dynamic_update_slice_infer_meta(x: Any, update: Any, starts: Any, *,
-                                     batch_dims: int) -> ShapedArray:
-    dtype = same_dtype("dynamic_update_slice", {"x": x, "update": update})
-    check_dtype("dynamic_update_slice", "x", dtype, "any")
-    _check_starts("dynamic_update_slice", x, starts, batch_dims)
-    if (len(update.shape) != len(x.shape) or update.shape[:batch_dims] != x.shape[:batch_dims]
-            or any(u > n for u, n in zip(update.shape, x.shape))):
-        raise ValueError(f"{op_name('dynamic_update_slice')}: update with shape "
-                         f"{tuple(update.shape)} does not fit in x with shape {tuple(x.shape)}")
-    return ShapedArray(tuple(x.shape), dtype, weak_type=x.weak_type)
-
-
-def _dynamic_update_slice_impl(x: Array, update: Array, starts: Array, *,
-                               batch_dims: int) -> Array:
-    def one(x: Array, update: Array, starts: Array) -> Array:
-        return lax.dynamic_update_slice(x, update, _starts_list(starts, x.shape))
-    return vmapped(one, batch_dims)(x, update, starts)
-
-
-dynamic_update_slice_p = define_primitive(
-    "dynamic_update_slice", family=FAMILY, operands=("x", "update", "start_indices"),
-    params=("batch_dims",), infer_meta=_dynamic_update_slice_infer_meta,
-    impl=_dynamic_update_slice_impl)
-
-
-def _start_indices(op: str, starts: Any, nd: int) -> Any:
-    """``start_indices`` as one int array of shape ``(nd,)``: a 1-D integer
-    array as is, or a sequence of ints / integer scalars, stacked."""
-    if isinstance(starts, (list, tuple)):
-        if len(starts) != nd:
-            raise ValueError(f"{op_name(op)}: start_indices needs {nd} entries (one per axis "
-                             f"of x), got {len(starts)}")
-        if all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in starts):
-            return np.asarray(starts, dtype=np.int32)
-        from .convert import convert_element_type
-        from .shape import reshape
-        vals = [index_arg(op, "start_indices", s) for s in starts]
-        if any(np.ndim(v) != 0 for v in vals):
-            raise ValueError(f"{op_name(op)}: start_indices must hold scalars")
-        dtype = jnp.result_type(*vals)
-        return concatenate([reshape(v if jnp.result_type(v) == dtype else
-                                    convert_element_type(v, dtype=dtype), (1,)) for v in vals])
-    starts = index_arg(op, "start_indices", starts)
-    if np.shape(starts) != (nd,):
-        raise ValueError(f"{op_name(op)}: start_indices must have shape ({nd},), got "
-                         f"{np.shape(starts)}")
-    return starts
-
-
-def dynamic_slice(x: ArrayLike, start_indices: Any, *, slice_sizes: Sequence[int]) -> Array:
-    """``lax.dynamic_slice``: the block of static shape ``slice_sizes`` that
-    starts at the traced integer ``start_indices`` (a 1-D int array with one
-    entry per axis, or a sequence of int scalars). A negative start counts
-    from the end; then the start is clipped so the block fits.
-
-    Linear in x; ``start_indices`` takes no tangent. The transpose is
-    ``dynamic_update_slice`` of the cotangent into zeros.
-    """
-    x = data_arg("dynamic_slice", "x", x)
-    starts = _start_indices("dynamic_slice", start_indices, np.ndim(x))
-    sizes = int_tuple("dynamic_slice", "slice_sizes", slice_sizes, np.ndim(x))
-    if any(not 0 <= s <= n for s, n in zip(sizes, np.shape(x))):
-        raise ValueError(f"{op_name('dynamic_slice')}: slice_sizes {sizes} must lie in "
-                         f"[0, shape] for x with shape {np.shape(x)}")
-    return dynamic_slice_p.bind(x, starts, slice_sizes=sizes, batch_dims=0)
-
-
-def dynamic_update_slice(x: ArrayLike, update: ArrayLike, start_indices: Any) -> Array:
-    """``lax.dynamic_update_slice``: x with the block ``update`` written at the
-    traced ``start_indices`` (same rule as ``dynamic_slice``: negative starts
-    count from the end, then clip so the block fits).
-
-    Linear in (x, update): the transpose sends the cotangent with the block
-    zeroed to x and ``dynamic_slice`` of it to update.
-    """
-    x, update = promote("dynamic_update_slice", {"x": x, "update": update}, "any")
-    starts = _start_indices("dynamic_update_slice", start_indices, np.ndim(x))
-    if np.ndim(update) != np.ndim(x) or any(u > n for u, n in zip(np.shape(update),
-                                                                   np.shape(x))):
-        raise ValueError(f"{op_name('dynamic_update_slice')}: update with shape "
-                         f"{np.shape(update)} does not fit in x with shape {np.shape(x)}")
-    return dynamic_update_slice_p.bind(x, update, starts, batch_dims=0)
-
-
-def _reference_dynamic_slice(x: Array, start_indices: Any, *, slice_sizes: Sequence[int]
-                             ) -> Array:
-    return lax.dynamic_slice(x, list(start_indices), slice_sizes)
-
-
-def _reference_dynamic_update_slice(x: Array, update: Array, start_indices: Any) -> Array:
-    return lax.dynamic_update_slice(x, update, list(start_indices))
-
-
-# ------------------------------------------------------ concatenate / split
+# ------------------------------------------------------------- concatenate
 def _concatenate_infer_meta(*xs: Any, axis: int) -> ShapedArray:
     if not xs:
         raise ValueError(f"{op_name('concatenate')}: needs at least one array")
@@ -321,55 +87,13 @@ def concatenate(arrays: Sequence[ArrayLike], *, axis: int = 0) -> Array:
     return concatenate_p.bind(*xs, axis=normalize_axis("concatenate", axis, nd))
 
 
-def _split_infer_meta(x: Any, *, sizes: tuple[int, ...], axis: int) -> list[ShapedArray]:
-    check_dtype("split", "x", x.dtype, "any")
-    if not 0 <= axis < len(x.shape) or builtins.sum(sizes) != x.shape[axis] or min(
-            sizes, default=0) < 0:
-        raise ValueError(f"{op_name('split')}: sizes {sizes} do not add up to axis {axis} of "
-                         f"x with shape {tuple(x.shape)}")
-    return [_aval(x, x.shape[:axis] + (s,) + x.shape[axis + 1:]) for s in sizes]
+def _reference_concatenate(arrays: Sequence[Array], *, axis: int = 0) -> Array:
+    return jnp.concatenate(arrays, axis=axis)
 
 
-def _split_impl(x: Array, *, sizes: tuple[int, ...], axis: int) -> list[Array]:
-    bounds = np.cumsum((0,) + sizes)
-    return [lax.slice_in_dim(x, int(lo), int(hi), axis=axis)
-            for lo, hi in zip(bounds[:-1], bounds[1:])]
-
-
-split_p = define_primitive("split", family=FAMILY, operands=("x",), params=("sizes", "axis"),
-                           infer_meta=_split_infer_meta, impl=_split_impl,
-                           multiple_results=True)
-
-
-def split(x: ArrayLike, *, indices_or_sections: int | Sequence[int], axis: int = 0
-          ) -> tuple[Array, ...]:
-    """``jnp.split``: ``indices_or_sections`` is a number of equal sections
-    (which must divide the axis) or the increasing split points in
-    ``[0, n]``. Returns a tuple. Linear; the transpose concatenates the
-    cotangents (zeros for the unused pieces)."""
-    x = data_arg("split", "x", x)
-    if np.ndim(x) == 0:
-        raise ValueError(f"{op_name('split')}: cannot split a scalar")
-    axis = normalize_axis("split", axis, np.ndim(x))
-    n = np.shape(x)[axis]
-    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(
-            indices_or_sections, bool):
-        k = int(indices_or_sections)
-        if k < 1 or n % k:
-            raise ValueError(f"{op_name('split')}: {k} sections do not divide axis {axis} of "
-                             f"size {n} equally")
-        sizes = (n // k,) * k
-    else:
-        points = int_tuple("split", "indices_or_sections", indices_or_sections)
-        if list(points) != sorted(points) or any(not 0 <= p <= n for p in points):
-            raise ValueError(f"{op_name('split')}: split points {points} must be increasing "
-                             f"and within [0, {n}]")
-        sizes = tuple(int(s) for s in np.diff((0,) + points + (n,)))
-    return tuple(split_p.bind(x, sizes=sizes, axis=axis))
-
-
-def _reference_split(x: Array, *, indices_or_sections: Any, axis: int = 0) -> tuple[Array, ...]:
-    return tuple(jnp.split(x, indices_or_sections, axis=axis))
+register_op(OpDef(name="concatenate", family=FAMILY, fn=concatenate,
+                  primitives=(concatenate_p,), reference=_reference_concatenate,
+                  operands=("*arrays",), linear=(("arrays",),)))
 
 
 # --------------------------------------------------------------------- pad
@@ -458,7 +182,6 @@ def pad(x: ArrayLike, pad_width: Any, *, mode: str = "constant",
     if isinstance(value, (bool, int, float, np.generic, np.ndarray)):
         value = np.asarray(value, dtype=dtype)
     elif jnp.result_type(value) != dtype:   # a traced value takes x's dtype, as in jnp.pad
-        from .convert import convert_element_type
         value = convert_element_type(value, dtype=dtype)
     if np.ndim(value) != 0:
         raise ValueError(f"{op_name('pad')}: value must be a scalar, got shape "
@@ -475,18 +198,25 @@ def _reference_pad(x: Array, pad_width: Any, *, mode: str = "constant",
     return jnp.pad(x, pad_width, mode={"reflect": "reflect", "replicate": "edge"}[mode])
 
 
+register_op(OpDef(name="pad", family=FAMILY, fn=pad, primitives=(pad_p,),
+                  reference=_reference_pad, operands=("x",), linear=(("x",),)))
+
+
 # -------------------------------------------------------------------- tile
 def _tile_infer_meta(x: Any, *, reps: tuple[int, ...]) -> ShapedArray:
     check_dtype("tile", "x", x.dtype, "any")
     if len(reps) != len(x.shape) or min(reps, default=0) < 0:
         raise ValueError(f"{op_name('tile')}: repeat_times {reps} must hold one non-negative "
                          f"count per axis of x with shape {tuple(x.shape)}")
-    return _aval(x, tuple(r * n for r, n in zip(reps, x.shape)))
+    return shaped_like(x, tuple(r * n for r, n in zip(reps, x.shape)))
+
+
+def _tile_impl(x: Array, *, reps: tuple[int, ...]) -> Array:
+    return jnp.tile(x, reps)
 
 
 tile_p = define_primitive("tile", family=FAMILY, operands=("x",), params=("reps",),
-                          infer_meta=_tile_infer_meta,
-                          impl=lambda x, *, reps: jnp.tile(x, reps))
+                          infer_meta=_tile_infer_meta, impl=_tile_impl)
 
 
 def tile(x: ArrayLike, *, repeat_times: int | Sequence[int]) -> Array:
@@ -497,7 +227,6 @@ def tile(x: ArrayLike, *, repeat_times: int | Sequence[int]) -> Array:
     ``(r0, n0, r1, n1, ...)`` and a sum over the r axes), so Paddle's
     tile_grad and tile_double_grad (= tile) fall out of composition.
     """
-    from .shape import reshape
     x = data_arg("tile", "x", x)
     reps = int_tuple("tile", "repeat_times", repeat_times)
     _nonnegative("tile", "repeat_times", reps)
@@ -506,6 +235,14 @@ def tile(x: ArrayLike, *, repeat_times: int | Sequence[int]) -> Array:
         x = reshape(x, (1,) * (len(reps) - nd) + tuple(np.shape(x)))
     reps = (1,) * (np.ndim(x) - len(reps)) + reps
     return tile_p.bind(x, reps=reps)
+
+
+def _reference_tile(x: Array, *, repeat_times: int | Sequence[int]) -> Array:
+    return jnp.tile(x, repeat_times)
+
+
+register_op(OpDef(name="tile", family=FAMILY, fn=tile, primitives=(tile_p,),
+                  reference=_reference_tile, operands=("x",), linear=(("x",),), order=3))
 
 
 # ------------------------------------------------------------------ repeat
@@ -519,7 +256,7 @@ def _repeat_infer_meta(x: Any, *, repeats: int | tuple[int, ...], axis: int) -> 
     if len(counts) != n or min(counts, default=0) < 0:
         raise ValueError(f"{op_name('repeat')}: repeats {repeats} must be one non-negative "
                          f"count or {n} of them (axis {axis} of x with shape {tuple(x.shape)})")
-    return _aval(x, x.shape[:axis] + (builtins.sum(counts),) + x.shape[axis + 1:])
+    return shaped_like(x, x.shape[:axis] + (builtins.sum(counts),) + x.shape[axis + 1:])
 
 
 def _repeat_impl(x: Array, *, repeats: int | tuple[int, ...], axis: int) -> Array:
@@ -540,7 +277,6 @@ def repeat(x: ArrayLike, *, repeats: int | Sequence[int], axis: int | None = Non
     """
     x = data_arg("repeat", "x", x)
     if axis is None:
-        from .shape import reshape
         x, axis = reshape(x, (-1,)), 0
     if np.ndim(x) == 0:
         raise ValueError(f"{op_name('repeat')}: x must have at least one axis")
@@ -558,15 +294,23 @@ def _reference_repeat(x: Array, *, repeats: Any, axis: int | None = None) -> Arr
     return jnp.repeat(x, np.asarray(repeats), axis=axis)
 
 
+register_op(OpDef(name="repeat", family=FAMILY, fn=repeat, primitives=(repeat_p,),
+                  reference=_reference_repeat, operands=("x",), linear=(("x",),)))
+
+
 # -------------------------------------------------------------------- flip
 def _flip_infer_meta(x: Any, *, axes: tuple[int, ...]) -> ShapedArray:
     check_dtype("flip", "x", x.dtype, "any")
     normalize_axes("flip", axes, len(x.shape))
-    return _aval(x, x.shape)
+    return shaped_like(x, x.shape)
+
+
+def _flip_impl(x: Array, *, axes: tuple[int, ...]) -> Array:
+    return lax.rev(x, axes)
 
 
 flip_p = define_primitive("flip", family=FAMILY, operands=("x",), params=("axes",),
-                          infer_meta=_flip_infer_meta, impl=lambda x, *, axes: lax.rev(x, axes))
+                          infer_meta=_flip_infer_meta, impl=_flip_impl)
 
 
 def flip(x: ArrayLike, *, axis: int | Sequence[int] | None) -> Array:
@@ -574,6 +318,14 @@ def flip(x: ArrayLike, *, axis: int | Sequence[int] | None) -> Array:
     Linear; its transpose is itself."""
     x = data_arg("flip", "x", x)
     return flip_p.bind(x, axes=normalize_axes("flip", axis, np.ndim(x)))
+
+
+def _reference_flip(x: Array, *, axis: int | Sequence[int] | None) -> Array:
+    return jnp.flip(x, axis)
+
+
+register_op(OpDef(name="flip", family=FAMILY, fn=flip, primitives=(flip_p,),
+                  reference=_reference_flip, operands=("x",), linear=(("x",),)))
 
 
 # ---------------------------------------------- tensor_unfold / tensor_fold
@@ -602,7 +354,7 @@ def _tensor_unfold_infer_meta(x: Any, *, axis: int, size: int, step: int) -> Sha
                   size, step, len(x.shape))
     shape = list(x.shape)
     shape[axis] = num_windows(x.shape[axis], size, step)
-    return _aval(x, tuple(shape) + (size,))
+    return shaped_like(x, tuple(shape) + (size,))
 
 
 def _tensor_unfold_impl(x: Array, *, axis: int, size: int, step: int) -> Array:
@@ -632,6 +384,18 @@ def tensor_unfold(x: ArrayLike, *, axis: int, size: int, step: int) -> Array:
     return tensor_unfold_p.bind(x, axis=axis, size=size, step=step)
 
 
+def _reference_tensor_unfold(x: Array, *, axis: int, size: int, step: int) -> Array:
+    axis = axis % x.ndim
+    n = num_windows(x.shape[axis], size, step)
+    windows = [lax.slice_in_dim(x, w * step, w * step + size, axis=axis) for w in range(n)]
+    return jnp.moveaxis(jnp.stack(windows, axis=axis), axis + 1, -1)
+
+
+register_op(OpDef(name="tensor_unfold", family=FAMILY, fn=tensor_unfold,
+                  primitives=(tensor_unfold_p,), reference=_reference_tensor_unfold,
+                  operands=("x",), linear=(("x",),)))
+
+
 def _tensor_fold_infer_meta(y: Any, *, axis: int, size: int, step: int,
                             length: int) -> ShapedArray:
     check_dtype("tensor_fold", "y", y.dtype, "any")
@@ -642,7 +406,7 @@ def _tensor_fold_infer_meta(y: Any, *, axis: int, size: int, step: int,
                          f"{length} at axis {axis}")
     shape = list(y.shape[:-1])
     shape[axis] = length
-    return _aval(y, shape)
+    return shaped_like(y, shape)
 
 
 def _tensor_fold_impl(y: Array, *, axis: int, size: int, step: int, length: int) -> Array:
@@ -671,13 +435,6 @@ def tensor_fold(y: ArrayLike, *, axis: int, size: int, step: int, length: int) -
     return tensor_fold_p.bind(y, axis=axis, size=size, step=step, length=length)
 
 
-def _reference_tensor_unfold(x: Array, *, axis: int, size: int, step: int) -> Array:
-    axis = axis % x.ndim
-    n = num_windows(x.shape[axis], size, step)
-    windows = [lax.slice_in_dim(x, w * step, w * step + size, axis=axis) for w in range(n)]
-    return jnp.moveaxis(jnp.stack(windows, axis=axis), axis + 1, -1)
-
-
 def _reference_tensor_fold(y: Array, *, axis: int, size: int, step: int, length: int) -> Array:
     axis = axis % (y.ndim - 1)
     shape = y.shape[:axis] + (length,) + y.shape[axis + 1:-1]
@@ -686,34 +443,6 @@ def _reference_tensor_fold(y: Array, *, axis: int, size: int, step: int, length:
         jnp.zeros(shape, y.dtype))(y)[0]
 
 
-_LIN = (("x",),)
-register_op(OpDef("slice", FAMILY, slice, (slice_p,),
-                  lambda x, *, start, limit, strides=None: lax.slice(x, start, limit, strides),
-                  ("x",), linear=_LIN))
-register_op(OpDef("row_slice", FAMILY, row_slice, (row_slice_p,),
-                  lambda x, *, rows, cols, row_index: x[..., row_index, :], ("x",), linear=_LIN))
-register_op(OpDef("select", FAMILY, select, (select_p,),
-                  lambda x, *, axis, index: jnp.take(x, index, axis=axis), ("x",), linear=_LIN))
-register_op(OpDef("dynamic_slice", FAMILY, dynamic_slice, (dynamic_slice_p,),
-                  _reference_dynamic_slice, ("x", "start_indices"), linear=_LIN,
-                  nondiff=("start_indices",)))
-register_op(OpDef("dynamic_update_slice", FAMILY, dynamic_update_slice,
-                  (dynamic_update_slice_p,), _reference_dynamic_update_slice,
-                  ("x", "update", "start_indices"), linear=(("x", "update"),),
-                  nondiff=("start_indices",)))
-register_op(OpDef("concatenate", FAMILY, concatenate, (concatenate_p,),
-                  lambda arrays, *, axis=0: jnp.concatenate(arrays, axis=axis), ("*arrays",),
-                  linear=(("arrays",),)))
-register_op(OpDef("split", FAMILY, split, (split_p,), _reference_split, ("x",), linear=_LIN))
-register_op(OpDef("pad", FAMILY, pad, (pad_p,), _reference_pad, ("x",), linear=_LIN))
-register_op(OpDef("tile", FAMILY, tile, (tile_p,),
-                  lambda x, *, repeat_times: jnp.tile(x, repeat_times), ("x",), linear=_LIN,
-                  order=3))
-register_op(OpDef("repeat", FAMILY, repeat, (repeat_p,), _reference_repeat, ("x",),
-                  linear=_LIN))
-register_op(OpDef("flip", FAMILY, flip, (flip_p,), lambda x, *, axis: jnp.flip(x, axis),
-                  ("x",), linear=_LIN))
-register_op(OpDef("tensor_unfold", FAMILY, tensor_unfold, (tensor_unfold_p,),
-                  _reference_tensor_unfold, ("x",), linear=_LIN))
-register_op(OpDef("tensor_fold", FAMILY, tensor_fold, (tensor_fold_p,), _reference_tensor_fold,
-                  ("y",), linear=(("y",),)))
+register_op(OpDef(name="tensor_fold", family=FAMILY, fn=tensor_fold,
+                  primitives=(tensor_fold_p,), reference=_reference_tensor_fold,
+                  operands=("y",), linear=(("y",),)))

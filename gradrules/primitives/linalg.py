@@ -12,6 +12,7 @@ is written with matmul, add and the derivative of the activation.
 from __future__ import annotations
 
 import string
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -21,11 +22,12 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.meta import (bool_param, broadcast_shapes, check_dtype, choice_param, number_param,
-                         op_name, same_dtype)
+from ..core.args import bool_param, choice_param, number_param
+from ..core.meta import broadcast_shapes, check_dtype, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from ._elementwise import promote
+from .convert import promote
+from .shape import reshape
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -91,6 +93,16 @@ def matmul(x: ArrayLike, y: ArrayLike, *, transpose_x: bool = False,
                          transpose_y=bool_param("matmul", "transpose_y", transpose_y))
 
 
+def _matmul_reference(x: Array, y: Array, *, transpose_x: bool = False,
+                      transpose_y: bool = False) -> Array:
+    return jnp.matmul(_swap_last(x, transpose_x), _swap_last(y, transpose_y), precision=HIGHEST)
+
+
+register_op(OpDef(name="matmul", family=FAMILY, fn=matmul, primitives=(matmul_p,),
+                  reference=_matmul_reference, operands=("x", "y"), linear=(("x",), ("y",)),
+                  order=3))
+
+
 # ------------------------------------------- mm, bmm, addmm, linear
 # Each of the fixed-rank forms of the catalog is a primitive of its own (as in
 # PyTorch's core IR): its abstract eval checks the ranks, and its rules bind
@@ -113,13 +125,10 @@ def _product_meta(op: str, operands: dict[str, Any], ranks: tuple[int | None, in
     return dtype, matmul_shape(op, x.shape, y.shape, False, False)
 
 
-def _fixed_rank_meta(op: str, rank: int) -> Any:
+def _fixed_rank_meta(op: str, rank: int, x: Any, y: Any) -> ShapedArray:
     """The abstract eval of ``x @ y`` for two operands of rank ``rank``."""
-    def infer_meta(x: Any, y: Any) -> ShapedArray:
-        dtype, shape = _product_meta(op, {"x": x, "y": y}, (rank, rank), "numeric")
-        return ShapedArray(shape, dtype, weak_type=x.weak_type and y.weak_type)
-    infer_meta.__name__ = f"_{op}_infer_meta"
-    return infer_meta
+    dtype, shape = _product_meta(op, {"x": x, "y": y}, (rank, rank), "numeric")
+    return ShapedArray(shape, dtype, weak_type=x.weak_type and y.weak_type)
 
 
 def _plain_product(x: Array, y: Array) -> Array:
@@ -127,9 +136,7 @@ def _plain_product(x: Array, y: Array) -> Array:
 
 
 mm_p = define_primitive("mm", family=FAMILY, operands=("x", "y"),
-                        infer_meta=_fixed_rank_meta("mm", 2), impl=_plain_product)
-bmm_p = define_primitive("bmm", family=FAMILY, operands=("x", "y"),
-                         infer_meta=_fixed_rank_meta("bmm", 3), impl=_plain_product)
+                        infer_meta=partial(_fixed_rank_meta, "mm", 2), impl=_plain_product)
 
 
 def mm(x: ArrayLike, y: ArrayLike) -> Array:
@@ -143,6 +150,14 @@ def mm(x: ArrayLike, y: ArrayLike) -> Array:
     return mm_p.bind(x, y)
 
 
+register_op(OpDef(name="mm", family=FAMILY, fn=mm, primitives=(mm_p,),
+                  reference=_matmul_reference, operands=("x", "y"), linear=(("x",), ("y",))))
+
+
+bmm_p = define_primitive("bmm", family=FAMILY, operands=("x", "y"),
+                         infer_meta=partial(_fixed_rank_meta, "bmm", 3), impl=_plain_product)
+
+
 def bmm(x: ArrayLike, y: ArrayLike) -> Array:
     """Batched ``x @ y``: x [b, m, k], y [b, k, n] -> [b, m, n], no broadcasting
     (aten.bmm).
@@ -153,6 +168,10 @@ def bmm(x: ArrayLike, y: ArrayLike) -> Array:
     """
     x, y = promote("bmm", {"x": x, "y": y}, "numeric")
     return bmm_p.bind(x, y)
+
+
+register_op(OpDef(name="bmm", family=FAMILY, fn=bmm, primitives=(bmm_p,),
+                  reference=_matmul_reference, operands=("x", "y"), linear=(("x",), ("y",))))
 
 
 def _addmm_infer_meta(bias: Any, x: Any, y: Any, *, beta: float, alpha: float) -> ShapedArray:
@@ -194,6 +213,11 @@ def addmm(bias: ArrayLike, x: ArrayLike, y: ArrayLike, *, beta: float = 1.0,
                         alpha=number_param("addmm", "alpha", alpha))
 
 
+register_op(OpDef(name="addmm", family=FAMILY, fn=addmm, primitives=(addmm_p,),
+                  reference=addmm_reference, operands=("bias", "x", "y"),
+                  linear=(("bias", "x"), ("bias", "y"))))
+
+
 def _linear_infer_meta(x: Any, w: Any, *b: Any) -> ShapedArray:
     dtype, shape = _product_meta("linear", {"x": x, "w": w}, (None, 2), "float")
     if b:
@@ -230,6 +254,11 @@ def linear(x: ArrayLike, w: ArrayLike, b: ArrayLike | None = None) -> Array:
     """
     operands = {"x": x, "w": w} if b is None else {"x": x, "w": w, "b": b}
     return linear_p.bind(*promote("linear", operands, "float"))
+
+
+register_op(OpDef(name="linear", family=FAMILY, fn=linear, primitives=(linear_p,),
+                  reference=linear_reference, operands=("x", "w", "b"),
+                  linear=(("x", "b"), ("w", "b"))))
 
 
 # ------------------------------------------------------------------ einsum
@@ -334,7 +363,6 @@ def einsum(equation: str, *operands: ArrayLike) -> Array:
     of the others and the cotangent (times identity matrices for repeated
     indices, broadcast along indices only that operand has).
     """
-    from .shape import reshape
     if not isinstance(equation, str):
         raise TypeError(f"{op_name('einsum')}: equation must be a string, got {equation!r}")
     if not operands:
@@ -359,6 +387,16 @@ def einsum(equation: str, *operands: ArrayLike) -> Array:
         raise ValueError(f"{op_name('einsum')}: output subscripts of {equation!r} must be "
                          "distinct indices of the inputs")
     return einsum_p.bind(*ops, equation=normalized)
+
+
+def _einsum_reference(equation: str, *operands: Array) -> Array:
+    return jnp.einsum(equation, *operands, precision=HIGHEST)
+
+
+# einsum is multilinear, one operand at a time ("*operands": each on its own).
+register_op(OpDef(name="einsum", family=FAMILY, fn=einsum, primitives=(einsum_p,),
+                  reference=_einsum_reference, operands=("equation", "*operands"),
+                  linear=(("*operands",),)))
 
 
 # ---------------------------------------------------- fused_gemm_epilogue
@@ -425,27 +463,7 @@ def fused_gemm_epilogue(x: ArrayLike, y: ArrayLike, bias: ArrayLike, *, trans_x:
                                       activation=activation)
 
 
-# ---------------------------------------------------------------- registry
-def _matmul_reference(x: Array, y: Array, *, transpose_x: bool = False,
-                      transpose_y: bool = False) -> Array:
-    return jnp.matmul(_swap_last(x, transpose_x), _swap_last(y, transpose_y), precision=HIGHEST)
-
-
-def _einsum_reference(equation: str, *operands: Array) -> Array:
-    return jnp.einsum(equation, *operands, precision=HIGHEST)
-
-
-_XY = (("x",), ("y",))
-register_op(OpDef("matmul", FAMILY, matmul, (matmul_p,), _matmul_reference, ("x", "y"),
-                  linear=_XY, order=3))
-register_op(OpDef("mm", FAMILY, mm, (mm_p,), _matmul_reference, ("x", "y"), linear=_XY))
-register_op(OpDef("bmm", FAMILY, bmm, (bmm_p,), _matmul_reference, ("x", "y"), linear=_XY))
-register_op(OpDef("addmm", FAMILY, addmm, (addmm_p,), addmm_reference, ("bias", "x", "y"),
-                  linear=(("bias", "x"), ("bias", "y"))))
-register_op(OpDef("linear", FAMILY, linear, (linear_p,), linear_reference, ("x", "w", "b"),
-                  linear=(("x", "b"), ("w", "b"))))
-# einsum is multilinear, one operand at a time ("*operands": each on its own).
-register_op(OpDef("einsum", FAMILY, einsum, (einsum_p,), _einsum_reference,
-                  ("equation", "*operands"), linear=(("*operands",),)))
-register_op(OpDef("fused_gemm_epilogue", FAMILY, fused_gemm_epilogue, (fused_gemm_epilogue_p,),
-                  fused_gemm_epilogue_reference, ("x", "y", "bias")))
+register_op(OpDef(name="fused_gemm_epilogue", family=FAMILY, fn=fused_gemm_epilogue,
+                  primitives=(fused_gemm_epilogue_p,),
+                  reference=fused_gemm_epilogue_reference,
+                  operands=("x", "y", "bias")))

@@ -10,7 +10,18 @@ NaN (so the reduced loss is NaN): never a silently clipped label.
 
 16-bit logits are accumulated in float32: the per-token losses and the
 log-sum-exp residual are float32 and the reduced loss is cast back to the
-logits' dtype. The XLA lowerings are in ``_loss_xla.py``.
+logits' dtype.
+
+cross_entropy's tangent map and backward are written in gradrules ops
+(``cross_entropy_tangent``, ``cross_entropy_cotangent``): the functions their
+JVP rules differentiate, and (at ``h @ w``) fused_linear_cross_entropy's;
+``cross_entropy_tangent`` is also the tangent map's XLA lowering. The other
+lowerings are plain jax.numpy, in ``_loss_xla.py``: cross_entropy's forward
+(with the library's one log-sum-exp) and backward (deliberately: it shares
+the forward's ``exp(x - shift)``, see there), and fused_linear_cross_entropy's
+three primitives, chunked so that the logits are never made; their block
+sizes are the ``blocks`` of the ``implementation`` param
+(``_loss_xla.Blocks``).
 """
 
 from __future__ import annotations
@@ -22,27 +33,30 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .._jax import ShapedArray
+from .._jax import ShapedArray, aval_of
+from ..core.args import as_array, choice_param, float_array, int_param, number_param
+from ..core.kernels import implementation
 from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from . import _loss_xla as xla
-from ._elementwise import as_array, promote
-from ._fused import (acc_dtype, check_like, choice_param, float_array, int_param,
-                     kernel_param, number_param, xla_lowering)
-from .arithmetic import divide, multiply
-from .compare import eq, ne, where
-from .convert import convert_element_type
-from .indexing import one_hot as catalog_one_hot
+from ._compose import cast
+from ._fused import acc_dtype, check_like
+from .arithmetic import add, divide, multiply, subtract
+from .compare import eq, ge, lt, ne, where
+from .convert import convert_element_type, promote
+from .gather import one_hot as catalog_one_hot
+from .gather import take_along_axis
+from .reduction import mean as gr_mean
 from .reduction import sum as gr_sum
-from .shape import reshape
+from .shape import expand_dims, reshape, squeeze
+from .unary import exp
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
 FAMILY = "loss"
 REDUCTIONS = ("mean", "sum", "none")
-CE_PARAMS = ("ignore_index", "label_smoothing", "z_loss", "kernel")
-FLCE_PARAMS = ("ignore_index", "label_smoothing", "z_loss", "block", "kernel")
+CE_PARAMS = ("ignore_index", "label_smoothing", "z_loss")
 
 
 # ------------------------------------------------------------- validation
@@ -75,12 +89,15 @@ def labels_arg(op: str, labels: Any, rows: tuple[int, ...], classes: int, ignore
     return labels
 
 
-def loss_params(op: str, ignore_index: Any, label_smoothing: Any, z_loss: Any) -> dict[str, Any]:
+def loss_params(op: str, ignore_index: Any, label_smoothing: Any, z_loss: Any,
+                blocks: xla.Blocks | None = None) -> dict[str, Any]:
+    """The params of the cross-entropy primitives (``CE_PARAMS`` and the
+    ``implementation``, with ``blocks`` for the lowering)."""
     return {"ignore_index": int_param(op, "ignore_index", ignore_index),
             "label_smoothing": number_param(op, "label_smoothing", label_smoothing, lo=0.0,
                                             hi=1.0),
             "z_loss": number_param(op, "z_loss", z_loss, lo=0.0),
-            "kernel": kernel_param(op)}
+            "implementation": implementation(op, blocks)}
 
 
 def one_hot(labels: Any, classes: int, dtype: Any, ignore_index: int) -> Any:
@@ -93,6 +110,14 @@ def one_hot(labels: Any, classes: int, dtype: Any, ignore_index: int) -> Any:
                        ltype)
     kept = where(ne(labels, ignore_index), labels, outside)
     return catalog_one_hot(kept, num_classes=classes, dtype=dtype)
+
+
+def mask_tokens(v: Any, labels: Any, classes: int, ignore_index: int) -> Any:
+    """``v`` on valid tokens, 0 on ignored ones, NaN where the label is out of
+    range (``_loss_xla.masked`` in gradrules ops)."""
+    valid = ne(labels, ignore_index)
+    bad = where(valid, where(lt(labels, 0), True, ge(labels, classes)), False)
+    return where(valid, where(bad, np.nan, v), 0.0)
 
 
 def reduce_loss(op: str, loss: Any, labels: Any, ignore_index: int, reduction: str,
@@ -141,18 +166,63 @@ def _ce_vjp_meta(logits: Any, labels: Any, lse: Any, g_loss: Any, g_lse: Any, **
     return ShapedArray(logits.shape, logits.dtype)
 
 
+def _probs(x: Any, lse: Any) -> Any:
+    """``p = exp(x - lse)`` along the last axis."""
+    return exp(subtract(x, expand_dims(lse, axis=-1)))
+
+
+def cross_entropy_tangent(logits: Any, labels: Any, lse: Any, t: Any, *, ignore_index: int,
+                          label_smoothing: float, z_loss: float) -> list[Any]:
+    """cross_entropy's tangent map, ``[t_loss, t_lse]`` along the logits'
+    tangent ``t``: ``t_lse = sum(p t)``, ``t_loss = t_lse (1 + 2 z lse) -
+    (1 - eps) t[label] - eps mean(t)`` (masked as the loss), computed in the
+    dtype of ``lse`` (float32 for 16-bit logits). Also the tangent map's XLA
+    lowering: ``t[label]`` is read with ``take_along_axis`` (a label out of
+    range clips; its token is masked), never a ``[..., V]`` one-hot product."""
+    acc = aval_of(lse).dtype
+    x, t = cast(logits, acc), cast(t, acc)
+    classes = aval_of(logits).shape[-1]
+    t_lse = gr_sum(multiply(_probs(x, lse), t), axis=-1)
+    v = multiply(t_lse, add(multiply(lse, 2 * z_loss), 1.0)) if z_loss else t_lse
+    picked = squeeze(take_along_axis(t, expand_dims(labels, axis=-1), axis=-1), axis=-1)
+    v = subtract(v, multiply(picked, 1 - label_smoothing))
+    if label_smoothing:
+        v = subtract(v, multiply(gr_mean(t, axis=-1), label_smoothing))
+    return [mask_tokens(v, labels, classes, ignore_index), t_lse]
+
+
+def cross_entropy_cotangent(logits: Any, labels: Any, lse: Any, g_loss: Any, g_lse: Any, *,
+                            ignore_index: int, label_smoothing: float, z_loss: float) -> Any:
+    """cross_entropy's backward, the transpose of the tangent map: the logits'
+    cotangent ``g_loss (p (1 + 2 z lse) - (1 - eps) onehot(label) - eps / V) +
+    g_lse p`` (``g_loss`` masked as the loss), computed in the dtype of
+    ``lse`` and returned in the logits' dtype. The backward's XLA lowering is
+    the same maths in jax.numpy, ``_loss_xla.ce_vjp`` (faster; see there)."""
+    dtype, acc = aval_of(logits).dtype, aval_of(lse).dtype
+    classes = aval_of(logits).shape[-1]
+    p = _probs(cast(logits, acc), lse)
+    scaled = multiply(p, expand_dims(add(multiply(lse, 2 * z_loss), 1.0), axis=-1)) \
+        if z_loss else p
+    d = subtract(scaled, multiply(one_hot(labels, classes, acc, ignore_index),
+                                  1 - label_smoothing))
+    if label_smoothing:
+        d = subtract(d, label_smoothing / classes)
+    c = expand_dims(mask_tokens(g_loss, labels, classes, ignore_index), axis=-1)
+    return cast(add(multiply(c, d), multiply(expand_dims(g_lse, axis=-1), p)), dtype)
+
+
 cross_entropy_p = define_primitive(
     "cross_entropy", family=FAMILY, operands=("logits", "labels"), params=CE_PARAMS,
-    infer_meta=_ce_meta, impl=xla_lowering("cross_entropy", xla.ce_forward),
+    infer_meta=_ce_meta, implementations={"xla": xla.ce_forward},
     multiple_results=True)
 cross_entropy_jvp_p = define_primitive(
     "cross_entropy_jvp", family=FAMILY, operands=("logits", "labels", "lse", "t"),
     params=CE_PARAMS, infer_meta=_ce_jvp_meta,
-    impl=xla_lowering("cross_entropy_jvp", xla.ce_jvp), multiple_results=True)
+    implementations={"xla": cross_entropy_tangent}, multiple_results=True)
 cross_entropy_vjp_p = define_primitive(
     "cross_entropy_vjp", family=FAMILY, operands=("logits", "labels", "lse", "g_loss", "g_lse"),
     params=CE_PARAMS, infer_meta=_ce_vjp_meta,
-    impl=xla_lowering("cross_entropy_vjp", xla.ce_vjp))
+    implementations={"xla": xla.ce_vjp})
 
 
 def cross_entropy(logits: ArrayLike, labels: ArrayLike, *, ignore_index: int = -100,
@@ -217,6 +287,12 @@ def _cross_entropy_reference(logits: ArrayLike, labels: ArrayLike, *, ignore_ind
     return _reference_reduce(loss, labels, ignore_index, reduction, logits.dtype)
 
 
+register_op(OpDef(name="cross_entropy", family=FAMILY, fn=cross_entropy,
+                  primitives=(cross_entropy_p, cross_entropy_jvp_p, cross_entropy_vjp_p),
+                  reference=_cross_entropy_reference, operands=("logits", "labels"),
+                  nondiff=("labels",)))
+
+
 # ------------------------------------------------ fused_linear_cross_entropy
 def _flce_meta(h: Any, w: Any, labels: Any, **params: Any) -> tuple[ShapedArray, ShapedArray]:
     op = "fused_linear_cross_entropy"
@@ -255,17 +331,17 @@ def _flce_vjp_meta(h: Any, w: Any, labels: Any, lse: Any, g_loss: Any, g_lse: An
 
 fused_linear_cross_entropy_p = define_primitive(
     "fused_linear_cross_entropy", family=FAMILY, operands=("h", "w", "labels"),
-    params=FLCE_PARAMS, infer_meta=_flce_meta,
-    impl=xla_lowering("fused_linear_cross_entropy", xla.flce_forward), multiple_results=True)
+    params=CE_PARAMS, infer_meta=_flce_meta,
+    implementations={"xla": xla.flce_forward}, multiple_results=True)
 fused_linear_cross_entropy_jvp_p = define_primitive(
     "fused_linear_cross_entropy_jvp", family=FAMILY,
-    operands=("h", "w", "labels", "lse", "th", "tw"), params=FLCE_PARAMS,
-    infer_meta=_flce_jvp_meta, impl=xla_lowering("fused_linear_cross_entropy_jvp", xla.flce_jvp),
+    operands=("h", "w", "labels", "lse", "th", "tw"), params=CE_PARAMS,
+    infer_meta=_flce_jvp_meta, implementations={"xla": xla.flce_jvp},
     multiple_results=True)
 fused_linear_cross_entropy_vjp_p = define_primitive(
     "fused_linear_cross_entropy_vjp", family=FAMILY,
-    operands=("h", "w", "labels", "lse", "g_loss", "g_lse"), params=FLCE_PARAMS,
-    infer_meta=_flce_vjp_meta, impl=xla_lowering("fused_linear_cross_entropy_vjp", xla.flce_vjp),
+    operands=("h", "w", "labels", "lse", "g_loss", "g_lse"), params=CE_PARAMS,
+    infer_meta=_flce_vjp_meta, implementations={"xla": xla.flce_vjp},
     multiple_results=True)
 
 
@@ -278,10 +354,12 @@ def fused_linear_cross_entropy(h: ArrayLike, w: ArrayLike, labels: ArrayLike, *,
     vocabulary projection), ``labels [...]``; the parameters and the result are
     those of ``cross_entropy``, and so are the derivatives: ``dh = dlogits
     w^T``, ``dw = h^T dlogits``. On the CPU the logits are made one block of
-    ``xla.DEFAULT_BLOCKS`` tokens x vocabulary entries at a time (an online
-    log-sum-exp over vocabulary chunks), in the forward, the tangent map and
-    the backward alike, so memory stays at one block beyond the operands and
-    the gradients. A hidden size of h that differs from w's is a ValueError.
+    tokens x vocabulary entries at a time (an online log-sum-exp over
+    vocabulary chunks), in the forward, the tangent map and the backward
+    alike, so memory stays at one block beyond the operands and the
+    gradients; the block is ``_loss_xla.DEFAULT_BLOCKS`` capped at the
+    problem's sizes, bound as the ``blocks`` of the ``implementation``
+    param. A hidden size of h that differs from w's is a ValueError.
     """
     op = "fused_linear_cross_entropy"
     h, w = float_array(op, "h", h), float_array(op, "w", w)
@@ -294,15 +372,15 @@ def fused_linear_cross_entropy(h: ArrayLike, w: ArrayLike, labels: ArrayLike, *,
         raise ValueError(f"{op_name(op)}: hidden sizes do not match: h with shape "
                          f"{np.shape(h)} has hidden size {np.shape(h)[-1]}, w with shape "
                          f"{np.shape(w)} has {hidden}")
-    params = loss_params(op, ignore_index, label_smoothing, z_loss)
-    choice_param(op, "reduction", reduction, REDUCTIONS)
     rows = tuple(np.shape(h)[:-1])
-    labels = labels_arg(op, labels, rows, vocab, params["ignore_index"], "h.shape[:-1]")
     tokens = int(np.prod(rows))
+    params = loss_params(op, ignore_index, label_smoothing, z_loss,
+                         xla.DEFAULT_BLOCKS.for_shape(tokens, vocab))
+    choice_param(op, "reduction", reduction, REDUCTIONS)
+    labels = labels_arg(op, labels, rows, vocab, params["ignore_index"], "h.shape[:-1]")
     flat_labels = reshape(labels, (tokens,))
-    loss, _ = fused_linear_cross_entropy_p.bind(
-        reshape(h, (tokens, hidden)), w, flat_labels,
-        block=xla.DEFAULT_BLOCKS.for_shape(tokens, vocab), **params)
+    loss, _ = fused_linear_cross_entropy_p.bind(reshape(h, (tokens, hidden)), w, flat_labels,
+                                                **params)
     if reduction == "none":
         loss = reshape(loss, rows)
     return reduce_loss(op, loss, flat_labels, params["ignore_index"], reduction,
@@ -312,6 +390,14 @@ def fused_linear_cross_entropy(h: ArrayLike, w: ArrayLike, labels: ArrayLike, *,
 def _fused_linear_cross_entropy_reference(h: ArrayLike, w: ArrayLike, labels: ArrayLike,
                                           **kwargs: Any) -> Array:
     return _cross_entropy_reference(jnp.matmul(h, w, precision="highest"), labels, **kwargs)
+
+
+register_op(OpDef(name="fused_linear_cross_entropy", family=FAMILY,
+                  fn=fused_linear_cross_entropy,
+                  primitives=(fused_linear_cross_entropy_p, fused_linear_cross_entropy_jvp_p,
+                              fused_linear_cross_entropy_vjp_p),
+                  reference=_fused_linear_cross_entropy_reference,
+                  operands=("h", "w", "labels"), nondiff=("labels",)))
 
 
 # ---------------------------------------------------------------- nll_loss
@@ -398,13 +484,6 @@ def _nll_loss_reference(logp: ArrayLike, labels: ArrayLike, *, weight: ArrayLike
     return loss
 
 
-register_op(OpDef("cross_entropy", FAMILY, cross_entropy,
-                  (cross_entropy_p, cross_entropy_jvp_p, cross_entropy_vjp_p),
-                  _cross_entropy_reference, ("logits", "labels"), nondiff=("labels",)))
-register_op(OpDef("fused_linear_cross_entropy", FAMILY, fused_linear_cross_entropy,
-                  (fused_linear_cross_entropy_p, fused_linear_cross_entropy_jvp_p,
-                   fused_linear_cross_entropy_vjp_p),
-                  _fused_linear_cross_entropy_reference, ("h", "w", "labels"),
-                  nondiff=("labels",)))
-register_op(OpDef("nll_loss", FAMILY, nll_loss, (nll_loss_p,), _nll_loss_reference,
-                  ("logp", "labels"), linear=(("logp",),), nondiff=("labels",)))
+register_op(OpDef(name="nll_loss", family=FAMILY, fn=nll_loss, primitives=(nll_loss_p,),
+                  reference=_nll_loss_reference, operands=("logp", "labels"),
+                  linear=(("logp",),), nondiff=("labels",)))

@@ -10,6 +10,14 @@ finite in value and in every derivative (the inverse rms is ``eps**-0.5``).
 At the primitive level the affine operands (weight, gamma, bias) may have any
 shape that broadcasts against x with the normalised axis last (batching uses
 that); the public functions take the usual one-per-channel vectors.
+
+The tangent maps and backwards of rms_norm and layer_norm are written once,
+in gradrules ops (``rms_norm_tangent``, ``rms_norm_cotangent``,
+``layer_norm_tangent``, ``layer_norm_cotangent``): that composition is their
+XLA lowering and the function their JVP rules differentiate; so are the
+tangents of the statistics the forwards' JVPs give (``rms_norm_rstd_tangent``,
+``layer_norm_stat_tangents``). The forwards, group_norm and batch_norm are
+lowered from plain jax.numpy.
 """
 
 from __future__ import annotations
@@ -21,14 +29,19 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .._jax import ShapedArray
-from ..core.meta import bool_param, broadcast_shapes, check_dtype, op_name
+from .._jax import ShapedArray, aval_of
+from ..core.args import bool_param, choice_param, eps_param, float_array, int_param, number_param
+from ..core.kernels import implementation
+from ..core.meta import broadcast_shapes, check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from ._elementwise import promote
-from ._fused import (acc_dtype, check_like, choice_param, eps_param, float_array, int_param,
-                     kernel_param, number_param, sum_to, upcast, xla_lowering)
-from .shape import reshape
+from ._compose import cast, unbroadcast
+from ._fused import acc_dtype, check_like, upcast
+from .arithmetic import add, multiply, subtract
+from .convert import promote
+from .reduction import mean as gr_mean
+from .shape import expand_dims, reshape
+from .unary import neg, square
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -93,8 +106,25 @@ def _promote_all(op: str, named: dict[str, Any]) -> list[Any]:
     return promote(op, {k: float_array(op, k, v) for k, v in named.items()}, "float")
 
 
+# ------------------------------------------- helpers in gradrules ops
+def _row_mean(x: Any) -> Any:
+    return gr_mean(x, axis=-1, keepdims=True)
+
+
+def _normalized_tangent(xhat: Any, r: Any, t: Any, centered: bool) -> Any:
+    """``r (t - [mean(t)] - xhat mean(xhat t))``: the tangent of ``xhat``
+    (``mean(t)`` where ``centered``, layer_norm's)."""
+    inner = subtract(t, _row_mean(t)) if centered else t
+    return multiply(r, subtract(inner, multiply(xhat, _row_mean(multiply(xhat, t)))))
+
+
+def _rstd_tangent(xc: Any, rstd: Any, t: Any) -> Any:
+    """d rsqrt(mean(xc**2) + eps) = -rstd**3 mean(xc t) (xc centred or not)."""
+    return multiply(neg(multiply(square(rstd), rstd)), gr_mean(multiply(xc, t), axis=-1))
+
+
 # ----------------------------------------------------------------- rms_norm
-RMS_PARAMS = ("eps", "weight_offset", "kernel")
+RMS_PARAMS = ("eps", "weight_offset")
 
 
 def _rms_norm_meta(x: Any, gamma: Any, **params: Any) -> tuple[ShapedArray, ShapedArray]:
@@ -126,35 +156,56 @@ def _rms_norm_impl(x: Array, gamma: Array, *, eps: float, weight_offset: float) 
     return [out.astype(x.dtype), rstd[..., 0]]
 
 
-def _rms_norm_jvp_impl(x: Array, gamma: Array, rstd: Array, tx: Array, tgamma: Array, *,
-                       eps: float, weight_offset: float) -> Array:
-    r = rstd[..., None]
-    xhat, t = upcast(x) * r, upcast(tx)
-    t_xhat = r * (t - xhat * _mean(xhat * t))
-    out = t_xhat * (upcast(gamma) + weight_offset) + xhat * upcast(tgamma)
-    return out.astype(x.dtype)
+def _rms_scale(gamma: Any, acc: Any, weight_offset: float) -> Any:
+    """``gamma + weight_offset`` in the accumulation dtype."""
+    g = cast(gamma, acc)
+    return add(g, weight_offset) if weight_offset else g
 
 
-def _rms_norm_vjp_impl(x: Array, gamma: Array, rstd: Array, g: Array, *, eps: float,
-                       weight_offset: float) -> list[Array]:
-    r = rstd[..., None]
-    xhat, gf = upcast(x) * r, upcast(g)
-    gw = gf * (upcast(gamma) + weight_offset)
-    dx = r * (gw - xhat * _mean(gw * xhat))
-    return [dx.astype(x.dtype), sum_to(gf * xhat, gamma.shape).astype(gamma.dtype)]
+def rms_norm_tangent(x: Any, gamma: Any, rstd: Any, tx: Any, tgamma: Any, *, eps: float,
+                     weight_offset: float) -> Any:
+    """``rstd (t - xhat mean(xhat t)) (gamma + offset) + xhat t_gamma``, ``xhat
+    = x rstd``, in float32 for 16-bit input: rms_norm's tangent map."""
+    acc = aval_of(rstd).dtype
+    r = expand_dims(rstd, axis=-1)
+    xhat = multiply(cast(x, acc), r)
+    t_xhat = _normalized_tangent(xhat, r, cast(tx, acc), centered=False)
+    out = add(multiply(t_xhat, _rms_scale(gamma, acc, weight_offset)),
+              multiply(xhat, cast(tgamma, acc)))
+    return cast(out, aval_of(x).dtype)
+
+
+def rms_norm_cotangent(x: Any, gamma: Any, rstd: Any, g: Any, *, eps: float,
+                       weight_offset: float) -> tuple[Any, Any]:
+    """``dx = rstd (gw - xhat mean(gw xhat))`` with ``gw = g (gamma +
+    offset)``, ``dgamma = sum(g xhat)`` over the tokens: the transpose of the
+    tangent map, rms_norm's backward."""
+    acc = aval_of(rstd).dtype
+    r = expand_dims(rstd, axis=-1)
+    xhat, gf = multiply(cast(x, acc), r), cast(g, acc)
+    gw = multiply(gf, _rms_scale(gamma, acc, weight_offset))
+    dx = _normalized_tangent(xhat, r, gw, centered=False)
+    dgamma = unbroadcast(multiply(gf, xhat), aval_of(gamma))
+    return cast(dx, aval_of(x).dtype), cast(dgamma, aval_of(gamma).dtype)
+
+
+def rms_norm_rstd_tangent(x: Any, rstd: Any, tx: Any) -> Any:
+    """``-rstd**3 mean(x t)``: the tangent of the ``rstd`` residual."""
+    acc = aval_of(rstd).dtype
+    return _rstd_tangent(cast(x, acc), rstd, cast(tx, acc))
 
 
 rms_norm_p = define_primitive("rms_norm", family=FAMILY, operands=("x", "gamma"),
                               params=RMS_PARAMS, infer_meta=_rms_norm_meta,
-                              impl=xla_lowering("rms_norm", _rms_norm_impl),
+                              implementations={"xla": _rms_norm_impl},
                               multiple_results=True)
 rms_norm_jvp_p = define_primitive(
     "rms_norm_jvp", family=FAMILY, operands=("x", "gamma", "rstd", "tx", "tgamma"),
     params=RMS_PARAMS, infer_meta=_rms_norm_jvp_meta,
-    impl=xla_lowering("rms_norm_jvp", _rms_norm_jvp_impl))
+    implementations={"xla": rms_norm_tangent})
 rms_norm_vjp_p = define_primitive(
     "rms_norm_vjp", family=FAMILY, operands=("x", "gamma", "rstd", "g"), params=RMS_PARAMS,
-    infer_meta=_rms_norm_vjp_meta, impl=xla_lowering("rms_norm_vjp", _rms_norm_vjp_impl),
+    infer_meta=_rms_norm_vjp_meta, implementations={"xla": rms_norm_cotangent},
     multiple_results=True)
 
 
@@ -176,7 +227,8 @@ def rms_norm(x: ArrayLike, gamma: ArrayLike | None = None, *, eps: float = 1e-6,
     offset = number_param(op, "weight_offset", weight_offset) if gamma is not None else 0.0
     x = _rows_arg(op, x)
     x, gamma = _promote_all(op, {"x": x, "gamma": _affine_arg(op, "gamma", gamma, x, 1.0)})
-    out, _ = rms_norm_p.bind(x, gamma, eps=eps, weight_offset=offset, kernel=kernel_param(op))
+    out, _ = rms_norm_p.bind(x, gamma, eps=eps, weight_offset=offset,
+                             implementation=implementation(op))
     return out
 
 
@@ -190,8 +242,13 @@ def _rms_norm_reference(x: ArrayLike, gamma: ArrayLike | None = None, *, eps: fl
     return out.astype(x.dtype)
 
 
+register_op(OpDef(name="rms_norm", family=FAMILY, fn=rms_norm,
+                  primitives=(rms_norm_p, rms_norm_jvp_p, rms_norm_vjp_p),
+                  reference=_rms_norm_reference, operands=("x", "gamma")))
+
+
 # --------------------------------------------------------------- layer_norm
-LN_PARAMS = ("eps", "kernel")
+LN_PARAMS = ("eps",)
 
 
 def _layer_norm_meta(x: Any, weight: Any, bias: Any, **params: Any
@@ -231,37 +288,61 @@ def _layer_norm_impl(x: Array, weight: Array, bias: Array, *, eps: float) -> lis
     return [out.astype(x.dtype), mean[..., 0], rstd[..., 0]]
 
 
-def _layer_norm_jvp_impl(x: Array, weight: Array, mean: Array, rstd: Array, tx: Array,
-                         tw: Array, tb: Array, *, eps: float) -> Array:
-    r = rstd[..., None]
-    xhat, t = (upcast(x) - mean[..., None]) * r, upcast(tx)
-    t_xhat = r * (t - _mean(t) - xhat * _mean(xhat * t))
-    out = t_xhat * upcast(weight) + xhat * upcast(tw) + upcast(tb)
-    return out.astype(x.dtype)
+def _centered(x: Any, mean: Any, rstd: Any) -> tuple[Any, Any, Any]:
+    """(x - mean in the accumulation dtype, rstd with a kept axis, xhat)."""
+    acc = aval_of(rstd).dtype
+    xc = subtract(cast(x, acc), expand_dims(mean, axis=-1))
+    r = expand_dims(rstd, axis=-1)
+    return xc, r, multiply(xc, r)
 
 
-def _layer_norm_vjp_impl(x: Array, weight: Array, mean: Array, rstd: Array, g: Array, *,
-                         eps: float) -> list[Array]:
-    r = rstd[..., None]
-    xhat, gf = (upcast(x) - mean[..., None]) * r, upcast(g)
-    gw = gf * upcast(weight)
-    dx = r * (gw - _mean(gw) - xhat * _mean(gw * xhat))
-    return [dx.astype(x.dtype), sum_to(gf * xhat, weight.shape).astype(weight.dtype),
-            sum_to(gf, weight.shape).astype(weight.dtype)]
+def layer_norm_tangent(x: Any, weight: Any, mean: Any, rstd: Any, tx: Any, tw: Any, tb: Any,
+                       *, eps: float) -> Any:
+    """``rstd (t - mean(t) - xhat mean(xhat t)) weight + xhat t_w + t_b``,
+    ``xhat = (x - mean) rstd``, in float32 for 16-bit input: layer_norm's
+    tangent map."""
+    acc = aval_of(rstd).dtype
+    _, r, xhat = _centered(x, mean, rstd)
+    t_xhat = _normalized_tangent(xhat, r, cast(tx, acc), centered=True)
+    out = add(add(multiply(t_xhat, cast(weight, acc)), multiply(xhat, cast(tw, acc))),
+              cast(tb, acc))
+    return cast(out, aval_of(x).dtype)
+
+
+def layer_norm_cotangent(x: Any, weight: Any, mean: Any, rstd: Any, g: Any, *, eps: float
+                         ) -> tuple[Any, Any, Any]:
+    """``dx = rstd (gw - mean(gw) - xhat mean(gw xhat))`` with ``gw = g
+    weight``, ``dweight = sum(g xhat)``, ``dbias = sum(g)`` over the tokens:
+    the transpose of the tangent map, layer_norm's backward."""
+    acc = aval_of(rstd).dtype
+    _, r, xhat = _centered(x, mean, rstd)
+    gf = cast(g, acc)
+    dx = _normalized_tangent(xhat, r, multiply(gf, cast(weight, acc)), centered=True)
+    w = aval_of(weight)
+    return (cast(dx, aval_of(x).dtype), cast(unbroadcast(multiply(gf, xhat), w), w.dtype),
+            cast(unbroadcast(gf, w), w.dtype))
+
+
+def layer_norm_stat_tangents(x: Any, mean: Any, rstd: Any, tx: Any) -> tuple[Any, Any]:
+    """``mean(t)`` and ``-rstd**3 mean((x - mean) t)``: the tangents of the
+    ``mean`` and ``rstd`` residuals."""
+    xc, _, _ = _centered(x, mean, rstd)
+    t = cast(tx, aval_of(rstd).dtype)
+    return gr_mean(t, axis=-1), _rstd_tangent(xc, rstd, t)
 
 
 layer_norm_p = define_primitive("layer_norm", family=FAMILY, operands=("x", "weight", "bias"),
                                 params=LN_PARAMS, infer_meta=_layer_norm_meta,
-                                impl=xla_lowering("layer_norm", _layer_norm_impl),
+                                implementations={"xla": _layer_norm_impl},
                                 multiple_results=True)
 layer_norm_jvp_p = define_primitive(
     "layer_norm_jvp", family=FAMILY, operands=("x", "weight", "mean", "rstd", "tx", "tw", "tb"),
     params=LN_PARAMS, infer_meta=_layer_norm_jvp_meta,
-    impl=xla_lowering("layer_norm_jvp", _layer_norm_jvp_impl))
+    implementations={"xla": layer_norm_tangent})
 layer_norm_vjp_p = define_primitive(
     "layer_norm_vjp", family=FAMILY, operands=("x", "weight", "mean", "rstd", "g"),
     params=LN_PARAMS, infer_meta=_layer_norm_vjp_meta,
-    impl=xla_lowering("layer_norm_vjp", _layer_norm_vjp_impl), multiple_results=True)
+    implementations={"xla": layer_norm_cotangent}, multiple_results=True)
 
 
 def layer_norm(x: ArrayLike, weight: ArrayLike | None = None, bias: ArrayLike | None = None, *,
@@ -282,7 +363,7 @@ def layer_norm(x: ArrayLike, weight: ArrayLike | None = None, bias: ArrayLike | 
     x = _rows_arg(op, x)
     x, weight, bias = _promote_all(op, {"x": x, "weight": _affine_arg(op, "weight", weight, x, 1.0),
                                         "bias": _affine_arg(op, "bias", bias, x, 0.0)})
-    out, _, _ = layer_norm_p.bind(x, weight, bias, eps=eps, kernel=kernel_param(op))
+    out, _, _ = layer_norm_p.bind(x, weight, bias, eps=eps, implementation=implementation(op))
     return out
 
 
@@ -297,6 +378,11 @@ def _layer_norm_reference(x: ArrayLike, weight: ArrayLike | None = None,
     if bias is not None:
         out = out + jnp.asarray(bias).astype(xf.dtype)
     return out.astype(x.dtype)
+
+
+register_op(OpDef(name="layer_norm", family=FAMILY, fn=layer_norm,
+                  primitives=(layer_norm_p, layer_norm_jvp_p, layer_norm_vjp_p),
+                  reference=_layer_norm_reference, operands=("x", "weight", "bias")))
 
 
 # --------------------------------------------------------------- group_norm
@@ -351,7 +437,8 @@ def group_norm(x: ArrayLike, weight: ArrayLike | None = None, bias: ArrayLike | 
     if num_groups < 1 or np.shape(x)[1] % num_groups:
         raise ValueError(f"{op_name(op)}: num_groups={num_groups} must divide the "
                          f"{np.shape(x)[1]} channels of x with shape {np.shape(x)}")
-    x, weight, bias = _promote_all(op, {"x": x, "weight": _channel_arg(op, "weight", weight, x, 1.0),
+    x, weight, bias = _promote_all(op, {"x": x,
+                                        "weight": _channel_arg(op, "weight", weight, x, 1.0),
                                         "bias": _channel_arg(op, "bias", bias, x, 0.0)})
     return group_norm_p.bind(x, weight, bias, num_groups=num_groups, eps=eps)
 
@@ -369,6 +456,10 @@ def _group_norm_reference(x: ArrayLike, weight: ArrayLike | None = None,
     if bias is not None:
         xn = xn + jnp.asarray(bias).astype(xn.dtype).reshape(lay)
     return xn.astype(x.dtype)
+
+
+register_op(OpDef(name="group_norm", family=FAMILY, fn=group_norm, primitives=(group_norm_p,),
+                  reference=_group_norm_reference, operands=("x", "weight", "bias")))
 
 
 # --------------------------------------------------------------- batch_norm
@@ -479,7 +570,8 @@ def _batch_norm_reference(x: ArrayLike, running_mean: ArrayLike, running_var: Ar
     rv = jax.lax.stop_gradient(jnp.asarray(running_var))
     if training:
         mean, var = jnp.mean(x, axes), jnp.var(x, axes)
-        new_mean, new_var = momentum * rm + (1 - momentum) * mean, momentum * rv + (1 - momentum) * var
+        new_mean = momentum * rm + (1 - momentum) * mean
+        new_var = momentum * rv + (1 - momentum) * var
     else:
         mean, var, new_mean, new_var = rm, rv, rm, rv
     out = (x - mean.reshape(lay)) * jax.lax.rsqrt(var + eps).reshape(lay)
@@ -490,13 +582,7 @@ def _batch_norm_reference(x: ArrayLike, running_mean: ArrayLike, running_var: Ar
     return out, new_mean, new_var
 
 
-register_op(OpDef("rms_norm", FAMILY, rms_norm, (rms_norm_p, rms_norm_jvp_p, rms_norm_vjp_p),
-                  _rms_norm_reference, ("x", "gamma")))
-register_op(OpDef("layer_norm", FAMILY, layer_norm,
-                  (layer_norm_p, layer_norm_jvp_p, layer_norm_vjp_p), _layer_norm_reference,
-                  ("x", "weight", "bias")))
-register_op(OpDef("group_norm", FAMILY, group_norm, (group_norm_p,), _group_norm_reference,
-                  ("x", "weight", "bias")))
-register_op(OpDef("batch_norm", FAMILY, batch_norm, (batch_norm_p,), _batch_norm_reference,
-                  ("x", "running_mean", "running_var", "weight", "bias"),
+register_op(OpDef(name="batch_norm", family=FAMILY, fn=batch_norm, primitives=(batch_norm_p,),
+                  reference=_batch_norm_reference,
+                  operands=("x", "running_mean", "running_var", "weight", "bias"),
                   nondiff=("running_mean", "running_var"), order=3))

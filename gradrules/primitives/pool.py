@@ -1,6 +1,10 @@
 """Pooling: avg_pool2d, adaptive_avg_pool2d (linear, separable maps of the
-last two axes, see ``resample.separable_primitive``) and max_pool2d, which
-returns the values and the flat index (h * W + w) of each window's maximum.
+last two axes) and max_pool2d, which returns the values and the flat index
+(h * W + w) of each window's maximum.
+
+``separable_primitive`` makes the linear maps ``out = A x B^T`` of the last
+two axes (average and adaptive pooling here, upsampling in ``resample``),
+whose transpose is the einsum with ``A^T`` and ``B^T``: the exact adjoint.
 
 max_pool2d's tangent is the input tangent gathered at those indices
 (``take_along_axis`` on the flattened H * W axis), whose transpose is a
@@ -9,7 +13,8 @@ scatter-add into the input (``scatter_add``); see ``rules/pool.py``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -18,17 +23,59 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._jax import ShapedArray
+from .._jax import Primitive, ShapedArray
+from ..core.args import int_pair
 from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from .resample import image_operand, int_pair, separable_primitive
+from .convert import promote
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
 FAMILY = "pool"
 WINDOW_PARAMS = ("kernel_size", "stride", "padding")
 INDEX_DTYPE = np.int32
+Matrices = Callable[..., tuple[np.ndarray, np.ndarray]]
+
+
+# ---------------------------------------------------- separable linear maps
+SEPARABLE: dict[Primitive, Matrices] = {}   # primitive -> its matrices(h, w, **params)
+
+
+def _separable_infer_meta(name: str, matrices: Matrices, x: Any, **params: Any) -> ShapedArray:
+    check_dtype(name, "x", x.dtype, "float")
+    if len(x.shape) < 2:
+        raise ValueError(f"{op_name(name)}: x must have rank >= 2, got shape {x.shape}")
+    a, b = matrices(*x.shape[-2:], **params)
+    return ShapedArray(tuple(x.shape[:-2]) + (a.shape[0], b.shape[0]), x.dtype)
+
+
+def _separable_impl(matrices: Matrices, x: Array, **params: Any) -> Array:
+    """``A x B^T``: two matmuls with the static matrices."""
+    a, b = matrices(*x.shape[-2:], **params)
+    hi = jax.lax.Precision.HIGHEST
+    y = jnp.matmul(x, jnp.asarray(b.T, x.dtype), precision=hi)
+    return jnp.matmul(jnp.asarray(a, x.dtype), y, precision=hi)
+
+
+def separable_primitive(name: str, *, family: str, params: tuple[str, ...],
+                        matrices: Matrices) -> Primitive:
+    """A primitive ``out[..., i, j] = sum_hw A[i, h] B[j, w] x[..., h, w]``
+    with ``A, B = matrices(h, w, **params)`` (numpy, static; cached)."""
+    matrices = lru_cache(maxsize=128)(matrices)
+    prim = define_primitive(name, family=family, operands=("x",), params=params,
+                            infer_meta=partial(_separable_infer_meta, name, matrices),
+                            impl=partial(_separable_impl, matrices))
+    SEPARABLE[prim] = matrices
+    return prim
+
+
+def image_operand(op: str, x: ArrayLike, rank: int = 4) -> Array:
+    (x,) = promote(op, {"x": x}, "float")
+    if np.ndim(x) != rank:
+        raise ValueError(f"{op_name(op)}: x must be a {rank}-D [N, C, H, W] image, got shape "
+                         f"{np.shape(x)}")
+    return x
 
 
 def window_out(n: int, k: int, s: int, p: int) -> int:
@@ -86,6 +133,23 @@ def avg_pool2d(x: ArrayLike, *, kernel_size: int | Sequence[int],
                                                  padding))
 
 
+def _reference_params(x: Array, kernel_size: Any, stride: Any, padding: Any) -> tuple:
+    p = _window_params("reference", np.shape(x), kernel_size, stride, padding)
+    k, s, (ph, pw) = p["kernel_size"], p["stride"], p["padding"]
+    return (1, 1) + k, (1, 1) + s, ((0, 0), (0, 0), (ph, ph), (pw, pw))
+
+
+def _avg_pool2d_reference(x: Array, *, kernel_size: Any, stride: Any = None,
+                          padding: Any = 0) -> Array:
+    win, strides, pads = _reference_params(x, kernel_size, stride, padding)
+    total = lax.reduce_window(x, 0.0, lax.add, win, strides, pads)
+    return total / (win[2] * win[3])
+
+
+register_op(OpDef(name="avg_pool2d", family=FAMILY, fn=avg_pool2d, primitives=(avg_pool2d_p,),
+                  reference=_avg_pool2d_reference, operands=("x",), linear=(("x",),)))
+
+
 # ----------------------------------------------------- adaptive_avg_pool2d
 def _adaptive_matrix(n: int, m: int) -> np.ndarray:
     """Row i averages input pixels floor(i n / m) .. ceil((i + 1) n / m) - 1."""
@@ -124,6 +188,21 @@ def adaptive_avg_pool2d(x: ArrayLike, *, output_size: int | Sequence[int | None]
     x = image_operand("adaptive_avg_pool2d", x)
     size = _output_size("adaptive_avg_pool2d", np.shape(x), output_size)
     return adaptive_avg_pool2d_p.bind(x, output_size=size)
+
+
+def _adaptive_avg_pool2d_reference(x: Array, *, output_size: Any) -> Array:
+    oh, ow = _output_size("reference", np.shape(x), output_size)
+    h, w = x.shape[-2:]
+    rows = [jnp.stack([jnp.mean(x[..., (i * h) // oh:-(-((i + 1) * h) // oh),
+                                  (j * w) // ow:-(-((j + 1) * w) // ow)], axis=(-2, -1))
+                       for j in range(ow)], -1) for i in range(oh)]
+    return jnp.stack(rows, -2)
+
+
+register_op(OpDef(name="adaptive_avg_pool2d", family=FAMILY, fn=adaptive_avg_pool2d,
+                  primitives=(adaptive_avg_pool2d_p,),
+                  reference=_adaptive_avg_pool2d_reference, operands=("x",),
+                  linear=(("x",),)))
 
 
 # --------------------------------------------------------------- max_pool2d
@@ -192,29 +271,6 @@ def max_pool2d(x: ArrayLike, *, kernel_size: int | Sequence[int],
                                                        stride, padding)))  # type: ignore
 
 
-# ---------------------------------------------------------------- registry
-def _reference_params(x: Array, kernel_size: Any, stride: Any, padding: Any) -> tuple:
-    p = _window_params("reference", np.shape(x), kernel_size, stride, padding)
-    k, s, (ph, pw) = p["kernel_size"], p["stride"], p["padding"]
-    return (1, 1) + k, (1, 1) + s, ((0, 0), (0, 0), (ph, ph), (pw, pw))
-
-
-def _avg_pool2d_reference(x: Array, *, kernel_size: Any, stride: Any = None,
-                          padding: Any = 0) -> Array:
-    win, strides, pads = _reference_params(x, kernel_size, stride, padding)
-    total = lax.reduce_window(x, 0.0, lax.add, win, strides, pads)
-    return total / (win[2] * win[3])
-
-
-def _adaptive_avg_pool2d_reference(x: Array, *, output_size: Any) -> Array:
-    oh, ow = _output_size("reference", np.shape(x), output_size)
-    h, w = x.shape[-2:]
-    rows = [jnp.stack([jnp.mean(x[..., (i * h) // oh:-(-((i + 1) * h) // oh),
-                                  (j * w) // ow:-(-((j + 1) * w) // ow)], axis=(-2, -1))
-                       for j in range(ow)], -1) for i in range(oh)]
-    return jnp.stack(rows, -2)
-
-
 def _max_pool2d_reference(x: Array, *, kernel_size: Any, stride: Any = None,
                           padding: Any = 0) -> tuple[Array, Array]:
     """Values from lax.reduce_window (JAX's own max pool and its derivative);
@@ -225,9 +281,5 @@ def _max_pool2d_reference(x: Array, *, kernel_size: Any, stride: Any = None,
     return values, _argmax_indices(lax.stop_gradient(x), **p)[1]
 
 
-register_op(OpDef("avg_pool2d", FAMILY, avg_pool2d, (avg_pool2d_p,), _avg_pool2d_reference,
-                  ("x",), linear=(("x",),)))
-register_op(OpDef("adaptive_avg_pool2d", FAMILY, adaptive_avg_pool2d, (adaptive_avg_pool2d_p,),
-                  _adaptive_avg_pool2d_reference, ("x",), linear=(("x",),)))
-register_op(OpDef("max_pool2d", FAMILY, max_pool2d, (max_pool2d_p,), _max_pool2d_reference,
-                  ("x",)))
+register_op(OpDef(name="max_pool2d", family=FAMILY, fn=max_pool2d, primitives=(max_pool2d_p,),
+                  reference=_max_pool2d_reference, operands=("x",)))

@@ -16,6 +16,7 @@ as a Python loop would.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -24,11 +25,10 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray
+from ..core.args import as_array, float_array, number_param
 from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from ._elementwise import as_array
-from ._fused import float_array, number_param
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -86,7 +86,7 @@ def _dropout_one(key: Array, x: Array, rate: float) -> Array:
 
 
 def _dropout_impl(key: Array, x: Array, *, rate: float) -> Array:
-    return _per_key(lambda k, v: _dropout_one(k, v, rate), key.ndim - 1)(key, x)
+    return _per_key(partial(_dropout_one, rate=rate), key.ndim - 1)(key, x)
 
 
 dropout_p = define_primitive("dropout", family=FAMILY, operands=("key", "x"), params=("rate",),
@@ -117,47 +117,22 @@ def _dropout_reference(key: ArrayLike, x: ArrayLike, *, rate: float) -> Array:
     return jnp.where(keep, x * (1.0 / (1.0 - rate)), jnp.zeros((), x.dtype))
 
 
+register_op(OpDef(name="dropout", family=FAMILY, fn=dropout, primitives=(dropout_p,),
+                  reference=_dropout_reference, operands=("key", "x"),
+                  linear=(("x",),), nondiff=("key",)))
+
+
 # ---------------------------------------------------------------- samplers
-def _sampler_meta(op: str) -> Callable[..., ShapedArray]:
-    def infer_meta(key: Any, *, shape: tuple[int, ...], dtype: np.dtype, **dist: float
-                   ) -> ShapedArray:
-        return ShapedArray(_check_key(op, key) + tuple(shape), dtype)
-    infer_meta.__name__ = f"_{op}_infer_meta"
-    return infer_meta
+def _sampler_meta(op: str, key: Any, *, shape: tuple[int, ...], dtype: np.dtype,
+                  **dist: float) -> ShapedArray:
+    """infer_meta of a sampler: the key axes, then ``shape``."""
+    return ShapedArray(_check_key(op, key) + tuple(shape), dtype)
 
 
-def _uniform_one(key: Array, shape: tuple[int, ...], dtype: Any, *, minval: float,
-                 maxval: float) -> Array:
-    return jax.random.uniform(key, shape, dtype, minval, maxval)
-
-
-def _normal_one(key: Array, shape: tuple[int, ...], dtype: Any, *, mean: float,
-                std: float) -> Array:
-    return jax.random.normal(key, shape, dtype) * jnp.asarray(std, dtype) + jnp.asarray(mean,
-                                                                                         dtype)
-
-
-def _exponential_one(key: Array, shape: tuple[int, ...], dtype: Any, *, lam: float) -> Array:
-    return jax.random.exponential(key, shape, dtype) / jnp.asarray(lam, dtype)
-
-
-def _sampler_impl(one: Callable[..., Array]) -> Callable[..., Array]:
-    """``one`` mapped over the key axes of the key."""
-    def impl(key: Array, *, shape: tuple[int, ...], dtype: np.dtype, **dist: float) -> Array:
-        return _per_key(lambda k: one(k, shape, dtype, **dist), key.ndim - 1)(key)
-    impl.__name__ = one.__name__.replace("_one", "_impl")
-    return impl
-
-
-def _sampler(name: str, one: Callable[..., Array], dist: tuple[str, ...]) -> Any:
-    return define_primitive(name, family=FAMILY, operands=("key",),
-                            params=("shape", "dtype") + dist, infer_meta=_sampler_meta(name),
-                            impl=_sampler_impl(one))
-
-
-uniform_p = _sampler("uniform", _uniform_one, ("minval", "maxval"))
-normal_p = _sampler("normal", _normal_one, ("mean", "std"))
-exponential_p = _sampler("exponential", _exponential_one, ("lam",))
+def _sampler_impl(one: Callable[..., Array], key: Array, *, shape: tuple[int, ...],
+                  dtype: np.dtype, **dist: float) -> Array:
+    """``one(key, shape, dtype, **dist)`` mapped over the key axes of the key."""
+    return _per_key(partial(one, shape=shape, dtype=dtype, **dist), key.ndim - 1)(key)
 
 
 def _sampler_args(op: str, key: Any, shape: Any, dtype: Any) -> tuple[Any, tuple[int, ...],
@@ -174,6 +149,18 @@ def _sampler_args(op: str, key: Any, shape: Any, dtype: Any) -> tuple[Any, tuple
     return key_arg(op, key), tuple(int(d) for d in shape), dtype
 
 
+# ----------------------------------------------------------------- uniform
+def _uniform_one(key: Array, shape: tuple[int, ...], dtype: Any, *, minval: float,
+                 maxval: float) -> Array:
+    return jax.random.uniform(key, shape, dtype, minval, maxval)
+
+
+uniform_p = define_primitive("uniform", family=FAMILY, operands=("key",),
+                             params=("shape", "dtype", "minval", "maxval"),
+                             infer_meta=partial(_sampler_meta, "uniform"),
+                             impl=partial(_sampler_impl, _uniform_one))
+
+
 def uniform(key: ArrayLike, shape: Sequence[int] = (), *, dtype: Any = jnp.float32,
             minval: float = 0.0, maxval: float = 1.0) -> Array:
     """Uniform draws on ``[minval, maxval)``, ``jax.random.uniform``'s values.
@@ -186,6 +173,28 @@ def uniform(key: ArrayLike, shape: Sequence[int] = (), *, dtype: Any = jnp.float
     return uniform_p.bind(key, shape=shape, dtype=dtype, minval=lo, maxval=hi)
 
 
+def _uniform_reference(key: ArrayLike, shape: Sequence[int] = (), *, dtype: Any = jnp.float32,
+                       minval: float = 0.0, maxval: float = 1.0) -> Array:
+    return jax.random.uniform(jnp.asarray(key), tuple(shape), dtype, minval, maxval)
+
+
+register_op(OpDef(name="uniform", family=FAMILY, fn=uniform, primitives=(uniform_p,),
+                  reference=_uniform_reference, operands=("key",), nondiff=("key",)))
+
+
+# ------------------------------------------------------------------ normal
+def _normal_one(key: Array, shape: tuple[int, ...], dtype: Any, *, mean: float,
+                std: float) -> Array:
+    return jax.random.normal(key, shape, dtype) * jnp.asarray(std, dtype) + jnp.asarray(mean,
+                                                                                         dtype)
+
+
+normal_p = define_primitive("normal", family=FAMILY, operands=("key",),
+                            params=("shape", "dtype", "mean", "std"),
+                            infer_meta=partial(_sampler_meta, "normal"),
+                            impl=partial(_sampler_impl, _normal_one))
+
+
 def normal(key: ArrayLike, shape: Sequence[int] = (), *, dtype: Any = jnp.float32,
            mean: float = 0.0, std: float = 1.0) -> Array:
     """Gaussian draws ``mean + std * jax.random.normal(key, shape)``. The
@@ -193,6 +202,26 @@ def normal(key: ArrayLike, shape: Sequence[int] = (), *, dtype: Any = jnp.float3
     key, shape, dtype = _sampler_args("normal", key, shape, dtype)
     return normal_p.bind(key, shape=shape, dtype=dtype, mean=number_param("normal", "mean", mean),
                          std=number_param("normal", "std", std, lo=0.0))
+
+
+def _normal_reference(key: ArrayLike, shape: Sequence[int] = (), *, dtype: Any = jnp.float32,
+                      mean: float = 0.0, std: float = 1.0) -> Array:
+    return mean + std * jax.random.normal(jnp.asarray(key), tuple(shape), dtype)
+
+
+register_op(OpDef(name="normal", family=FAMILY, fn=normal, primitives=(normal_p,),
+                  reference=_normal_reference, operands=("key",), nondiff=("key",)))
+
+
+# ------------------------------------------------------------- exponential
+def _exponential_one(key: Array, shape: tuple[int, ...], dtype: Any, *, lam: float) -> Array:
+    return jax.random.exponential(key, shape, dtype) / jnp.asarray(lam, dtype)
+
+
+exponential_p = define_primitive("exponential", family=FAMILY, operands=("key",),
+                                 params=("shape", "dtype", "lam"),
+                                 infer_meta=partial(_sampler_meta, "exponential"),
+                                 impl=partial(_sampler_impl, _exponential_one))
 
 
 def exponential(key: ArrayLike, shape: Sequence[int] = (), *, dtype: Any = jnp.float32,
@@ -207,25 +236,11 @@ def exponential(key: ArrayLike, shape: Sequence[int] = (), *, dtype: Any = jnp.f
     return exponential_p.bind(key, shape=shape, dtype=dtype, lam=lam)
 
 
-def _uniform_reference(key: ArrayLike, shape: Sequence[int] = (), *, dtype: Any = jnp.float32,
-                       minval: float = 0.0, maxval: float = 1.0) -> Array:
-    return jax.random.uniform(jnp.asarray(key), tuple(shape), dtype, minval, maxval)
-
-
-def _normal_reference(key: ArrayLike, shape: Sequence[int] = (), *, dtype: Any = jnp.float32,
-                      mean: float = 0.0, std: float = 1.0) -> Array:
-    return mean + std * jax.random.normal(jnp.asarray(key), tuple(shape), dtype)
-
-
 def _exponential_reference(key: ArrayLike, shape: Sequence[int] = (), *,
                            dtype: Any = jnp.float32, lam: float = 1.0) -> Array:
     return jax.random.exponential(jnp.asarray(key), tuple(shape), dtype) / lam
 
 
-register_op(OpDef("dropout", FAMILY, dropout, (dropout_p,), _dropout_reference, ("key", "x"),
-                  linear=(("x",),), nondiff=("key",)))
-for _name, _fn, _prim, _ref in (("uniform", uniform, uniform_p, _uniform_reference),
-                                ("normal", normal, normal_p, _normal_reference),
-                                ("exponential", exponential, exponential_p,
-                                 _exponential_reference)):
-    register_op(OpDef(_name, FAMILY, _fn, (_prim,), _ref, ("key",), nondiff=("key",)))
+register_op(OpDef(name="exponential", family=FAMILY, fn=exponential,
+                  primitives=(exponential_p,), reference=_exponential_reference,
+                  operands=("key",), nondiff=("key",)))

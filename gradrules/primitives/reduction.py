@@ -18,9 +18,12 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import Primitive, ShapedArray
-from ..core.meta import bool_param, check_dtype, normalize_axes, number_param, op_name
+from ..core.args import bool_param, number_param
+from ..core.meta import check_dtype, normalize_axes, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
+from ._fused import log_sum_exp
+from .convert import promote
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -60,13 +63,11 @@ def reduction_meta(op: str, kind: str, *, dtype_param: str | None = None,
         return ShapedArray(reduced_shape(x.shape, axes, keepdims),
                            x.dtype if dtype is None else np.dtype(dtype),
                            weak_type=x.weak_type and dtype is None)
-    infer_meta.__name__ = f"_{op}_infer_meta"
     return infer_meta
 
 
 def reduction_args(op: str, x: Any, axis: Axis, keepdims: bool, kind: str) -> tuple[Any, dict]:
     """Validate a reduction call; returns the array and the primitive params."""
-    from ._elementwise import promote
     (x,) = promote(op, {"x": x}, kind)
     keepdims = bool_param(op, "keepdims", keepdims)
     if axis is not None and not isinstance(axis, (int, np.integer, tuple, list)):
@@ -89,15 +90,11 @@ def _reduction_op(prim: Primitive, kind: str, doc: str) -> Callable[..., Array]:
 
 
 def _reduction_reference(fn: Callable[..., Array]) -> Callable[..., Array]:
+    """The reference ``fn(x, axis=axis, keepdims=keepdims)`` of a reduction
+    (a jax.numpy one)."""
     def reference(x: ArrayLike, *, axis: Axis = None, keepdims: bool = False) -> Array:
         return fn(x, axis=axis, keepdims=keepdims)
-    reference.__name__ = f"reference_{getattr(fn, '__name__', 'reduction')}"
     return reference
-
-
-def _register(fn: Callable[..., Array], prims: tuple[Primitive, ...],
-              reference: Callable[..., Any], **kw: Any) -> OpDef:
-    return register_op(OpDef(fn.__name__, FAMILY, fn, prims, reference, ("x",), **kw))
 
 
 # -------------------------------------------------------------------- sum
@@ -109,6 +106,8 @@ sum_p = define_primitive("sum", family=FAMILY, operands=("x",), params=("axes", 
                          infer_meta=reduction_meta("sum", "numeric"), impl=_sum_impl)
 sum = _reduction_op(sum_p, "numeric", """``sum_{i in axis} x_i``. Linear; its transpose
 broadcasts the cotangent back over the reduced axes.""")  # noqa: A001
+register_op(OpDef(name="sum", family=FAMILY, fn=sum, primitives=(sum_p,),
+                  reference=_reduction_reference(jnp.sum), operands=("x",), linear=(("x",),)))
 
 
 # ------------------------------------------------------------------- mean
@@ -123,6 +122,8 @@ reduced elements (NaN over a size-0 axis, as jax.numpy).
 
 Linear: tangent mean(t); the transpose broadcasts ct / n back over the
 reduced axes.""")
+register_op(OpDef(name="mean", family=FAMILY, fn=mean, primitives=(mean_p,),
+                  reference=_reduction_reference(jnp.mean), operands=("x",), linear=(("x",),)))
 
 
 # ------------------------------------------------------------------- prod
@@ -138,51 +139,66 @@ d out / d x_i = prod_{j != i} x_j, the product of the others, computed as the
 product of exclusive prefix and suffix products (``cumprod(exclusive=True)``)
 and never as out / x_i: it is finite and exact where x has zeros, at every
 derivative order.""")
+register_op(OpDef(name="prod", family=FAMILY, fn=prod, primitives=(prod_p,),
+                  reference=_reduction_reference(jnp.prod), operands=("x",)))
 
 
-# ------------------------------------------------------------- max / min
+# -------------------------------------------------------------------- max
 def _max_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
     return jnp.max(x, axes, keepdims=keepdims)
-
-
-def _min_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
-    return jnp.min(x, axes, keepdims=keepdims)
 
 
 max_p = define_primitive("max", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
                          infer_meta=reduction_meta("max", "numeric", nonempty=True),
                          impl=_max_impl)
-min_p = define_primitive("min", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
-                         infer_meta=reduction_meta("min", "numeric", nonempty=True),
-                         impl=_min_impl)
 max = _reduction_op(max_p, "numeric", """``max_{i in axis} x_i`` (alias ``amax``); a size-0
 reduced axis is an error.
 
 d out / d x_i = [x_i == out] / count, count = sum [x_j == out]: ties share the
 gradient evenly (as Paddle's amax and the core IR).""")
+amax = max
+register_op(OpDef(name="max", family=FAMILY, fn=max, primitives=(max_p,),
+                  reference=_reduction_reference(jnp.max), operands=("x",), aliases=("amax",)))
+
+
+# -------------------------------------------------------------------- min
+def _min_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
+    return jnp.min(x, axes, keepdims=keepdims)
+
+
+min_p = define_primitive("min", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
+                         infer_meta=reduction_meta("min", "numeric", nonempty=True),
+                         impl=_min_impl)
 min = _reduction_op(min_p, "numeric", """``min_{i in axis} x_i`` (alias ``amin``); a size-0
 reduced axis is an error.
 
 d out / d x_i = [x_i == out] / count: ties share the gradient evenly.""")
-amax = max
 amin = min
+register_op(OpDef(name="min", family=FAMILY, fn=min, primitives=(min_p,),
+                  reference=_reduction_reference(jnp.min), operands=("x",), aliases=("amin",)))
 
 
-# ----------------------------------------------------------- var / std
+# ------------------------------------------------------ var / std / var_mean
 def correction_param(op: str, correction: Any) -> float:
     """Validate ``correction`` (the ddof): a finite number >= 0."""
     return number_param(op, "correction", correction, lo=0.0)
 
 
 def _moment_meta(op: str, outputs: int) -> Any:
+    """infer_meta of a moment (``outputs`` results of the reduced shape)."""
     meta = reduction_meta(op, "float")
 
     def infer_meta(x: Any, *, axes: tuple[int, ...], correction: float, keepdims: bool
                    ) -> Any:
         out = meta(x, axes=axes, keepdims=keepdims)
         return out if outputs == 1 else (out,) * outputs
-    infer_meta.__name__ = f"_{op}_infer_meta"
     return infer_meta
+
+
+def _moment_args(op: str, x: Any, axis: Axis, correction: Any, keepdims: bool
+                 ) -> tuple[Any, dict]:
+    x, params = reduction_args(op, x, axis, keepdims, "float")
+    return x, {**params, "correction": correction_param(op, correction)}
 
 
 def _shifted(x: Array, axes: tuple[int, ...]) -> Array:
@@ -193,34 +209,15 @@ def _shifted(x: Array, axes: tuple[int, ...]) -> Array:
     return x - first
 
 
+_MOMENT_PARAMS = ("axes", "correction", "keepdims")
+
+
 def _var_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool) -> Array:
     return jnp.var(_shifted(x, axes), axes, keepdims=keepdims, correction=correction)
 
 
-def _std_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool) -> Array:
-    return jnp.std(_shifted(x, axes), axes, keepdims=keepdims, correction=correction)
-
-
-def _var_mean_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool
-                   ) -> list[Array]:
-    return [_var_impl(x, axes=axes, correction=correction, keepdims=keepdims),
-            _mean_impl(x, axes=axes, keepdims=keepdims)]
-
-
-_MOMENT_PARAMS = ("axes", "correction", "keepdims")
 var_p = define_primitive("var", family=FAMILY, operands=("x",), params=_MOMENT_PARAMS,
                          infer_meta=_moment_meta("var", 1), impl=_var_impl)
-std_p = define_primitive("std", family=FAMILY, operands=("x",), params=_MOMENT_PARAMS,
-                         infer_meta=_moment_meta("std", 1), impl=_std_impl)
-var_mean_p = define_primitive("var_mean", family=FAMILY, operands=("x",),
-                              params=_MOMENT_PARAMS, infer_meta=_moment_meta("var_mean", 2),
-                              impl=_var_mean_impl, multiple_results=True)
-
-
-def _moment_args(op: str, x: Any, axis: Axis, correction: Any, keepdims: bool
-                 ) -> tuple[Any, dict]:
-    x, params = reduction_args(op, x, axis, keepdims, "float")
-    return x, {**params, "correction": correction_param(op, correction)}
 
 
 def var(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
@@ -235,6 +232,23 @@ def var(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
     return var_p.bind(x, **params)
 
 
+def _var_reference(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
+                   keepdims: bool = False) -> Array:
+    return jnp.var(x, axis, keepdims=keepdims, correction=correction)
+
+
+register_op(OpDef(name="var", family=FAMILY, fn=var, primitives=(var_p,),
+                  reference=_var_reference, operands=("x",)))
+
+
+def _std_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool) -> Array:
+    return jnp.std(_shifted(x, axes), axes, keepdims=keepdims, correction=correction)
+
+
+std_p = define_primitive("std", family=FAMILY, operands=("x",), params=_MOMENT_PARAMS,
+                         infer_meta=_moment_meta("std", 1), impl=_std_impl)
+
+
 def std(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
         keepdims: bool = False) -> Array:
     """``sqrt(var(x, axis, correction))``.
@@ -246,6 +260,26 @@ def std(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
     return std_p.bind(x, **params)
 
 
+def _std_reference(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
+                   keepdims: bool = False) -> Array:
+    return jnp.std(x, axis, keepdims=keepdims, correction=correction)
+
+
+register_op(OpDef(name="std", family=FAMILY, fn=std, primitives=(std_p,),
+                  reference=_std_reference, operands=("x",)))
+
+
+def _var_mean_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool
+                   ) -> list[Array]:
+    return [_var_impl(x, axes=axes, correction=correction, keepdims=keepdims),
+            _mean_impl(x, axes=axes, keepdims=keepdims)]
+
+
+var_mean_p = define_primitive("var_mean", family=FAMILY, operands=("x",),
+                              params=_MOMENT_PARAMS, infer_meta=_moment_meta("var_mean", 2),
+                              impl=_var_mean_impl, multiple_results=True)
+
+
 def var_mean(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
              keepdims: bool = False) -> tuple[Array, Array]:
     """``(var(x, ...), mean(x, ...))`` in one primitive; the derivatives are
@@ -255,12 +289,21 @@ def var_mean(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
     return v, m
 
 
+def _var_mean_reference(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
+                        keepdims: bool = False) -> tuple[Array, Array]:
+    return (_var_reference(x, axis=axis, correction=correction, keepdims=keepdims),
+            jnp.mean(x, axis, keepdims=keepdims))
+
+
+register_op(OpDef(name="var_mean", family=FAMILY, fn=var_mean, primitives=(var_mean_p,),
+                  reference=_var_mean_reference, operands=("x",)))
+
+
 # -------------------------------------------------------------- logsumexp
 def _logsumexp_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
-    m = jnp.max(x, axes, keepdims=True, initial=-jnp.inf)
-    m = jnp.where(jnp.isfinite(m), m, jnp.zeros_like(m))
-    s = jnp.sum(jnp.exp(x - m), axes, keepdims=True, dtype=x.dtype)
-    out = jnp.log(s) + m
+    """The library's one stable log-sum-exp (``_fused.log_sum_exp``), -inf
+    where every entry is -inf or the reduced axes are empty."""
+    out = log_sum_exp(x, axes, empty=-jnp.inf)
     return out if keepdims else jnp.squeeze(out, axes)
 
 
@@ -273,30 +316,5 @@ computed with the maximum subtracted (-inf over a size-0 axis).
 
 d out / d x_i = exp(x_i - out) (the softmax). A slice that is all -inf gives
 -inf with derivative 0 (not NaN), at every order.""")
-
-
-def _var_reference(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
-                   keepdims: bool = False) -> Array:
-    return jnp.var(x, axis, keepdims=keepdims, correction=correction)
-
-
-def _std_reference(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
-                   keepdims: bool = False) -> Array:
-    return jnp.std(x, axis, keepdims=keepdims, correction=correction)
-
-
-def _var_mean_reference(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
-                        keepdims: bool = False) -> tuple[Array, Array]:
-    return (_var_reference(x, axis=axis, correction=correction, keepdims=keepdims),
-            jnp.mean(x, axis, keepdims=keepdims))
-
-
-_register(sum, (sum_p,), _reduction_reference(jnp.sum), linear=(("x",),))
-_register(mean, (mean_p,), _reduction_reference(jnp.mean), linear=(("x",),))
-_register(prod, (prod_p,), _reduction_reference(jnp.prod))
-_register(max, (max_p,), _reduction_reference(jnp.max), aliases=("amax",))
-_register(min, (min_p,), _reduction_reference(jnp.min), aliases=("amin",))
-_register(var, (var_p,), _var_reference)
-_register(std, (std_p,), _std_reference)
-_register(var_mean, (var_mean_p,), _var_mean_reference)
-_register(logsumexp, (logsumexp_p,), _reduction_reference(jax.nn.logsumexp))
+register_op(OpDef(name="logsumexp", family=FAMILY, fn=logsumexp, primitives=(logsumexp_p,),
+                  reference=_reduction_reference(jax.nn.logsumexp), operands=("x",)))

@@ -2,17 +2,17 @@
 unpatchify / patchify, grid_sample2d.
 
 Each primitive acts on the trailing image axes and takes any leading axes, so
-batching moves the batch axis in front and binds once. ``separable_primitive``
-makes the linear maps ``out = A x B^T`` of the last two axes (upsampling,
-adaptive and average pooling), whose transpose is the einsum with ``A^T`` and
-``B^T``: the exact adjoint.
+batching moves the batch axis in front and binds once. upsample2d is a
+separable linear map ``out = A x B^T`` of the last two axes, made by
+``pool.separable_primitive`` (as average and adaptive pooling), whose
+transpose is the einsum with ``A^T`` and ``B^T``: the exact adjoint.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,68 +20,18 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .._jax import Primitive, ShapedArray
-from ..core.meta import bool_param, check_dtype, int_param, op_name, same_dtype
+from .._jax import ShapedArray
+from ..core.args import bool_param, int_pair, int_param
+from ..core.meta import check_dtype, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from ._elementwise import promote
+from .convert import promote
+from .pool import image_operand, separable_primitive
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
 FAMILY = "resample"
-Matrices = Callable[..., tuple[np.ndarray, np.ndarray]]
 METHODS = ("nearest", "bilinear")
-
-
-# ---------------------------------------------------- separable linear maps
-SEPARABLE: dict[Primitive, Matrices] = {}   # primitive -> its matrices(h, w, **params)
-
-
-def separable_primitive(name: str, *, family: str, params: tuple[str, ...],
-                        matrices: Matrices) -> Primitive:
-    """A primitive ``out[..., i, j] = sum_hw A[i, h] B[j, w] x[..., h, w]``
-    with ``A, B = matrices(h, w, **params)`` (numpy, static; cached)."""
-    matrices = functools.lru_cache(maxsize=128)(matrices)
-
-    def infer_meta(x: Any, **kw: Any) -> ShapedArray:
-        check_dtype(name, "x", x.dtype, "float")
-        if len(x.shape) < 2:
-            raise ValueError(f"{op_name(name)}: x must have rank >= 2, got shape {x.shape}")
-        a, b = matrices(*x.shape[-2:], **kw)
-        return ShapedArray(tuple(x.shape[:-2]) + (a.shape[0], b.shape[0]), x.dtype)
-
-    def impl(x: Array, **kw: Any) -> Array:
-        a, b = matrices(*x.shape[-2:], **kw)
-        hi = jax.lax.Precision.HIGHEST
-        y = jnp.matmul(x, jnp.asarray(b.T, x.dtype), precision=hi)
-        return jnp.matmul(jnp.asarray(a, x.dtype), y, precision=hi)
-
-    infer_meta.__name__ = f"_{name}_infer_meta"
-    impl.__name__ = f"_{name}_impl"
-    prim = define_primitive(name, family=family, operands=("x",), params=params,
-                            infer_meta=infer_meta, impl=impl)
-    SEPARABLE[prim] = matrices
-    return prim
-
-
-def image_operand(op: str, x: ArrayLike, rank: int = 4) -> Array:
-    (x,) = promote(op, {"x": x}, "float")
-    if np.ndim(x) != rank:
-        raise ValueError(f"{op_name(op)}: x must be a {rank}-D [N, C, H, W] image, got shape "
-                         f"{np.shape(x)}")
-    return x
-
-
-def int_pair(op: str, name: str, v: Any, minimum: int = 1) -> tuple[int, int]:
-    """An int or a pair of ints (each >= ``minimum``) as a pair."""
-    vals = (v, v) if isinstance(v, (int, np.integer)) else tuple(v) if isinstance(
-        v, (tuple, list)) else (v,)
-    if len(vals) != 2 or any(isinstance(a, bool) or not isinstance(a, (int, np.integer))
-                             for a in vals):
-        raise TypeError(f"{op_name(op)}: {name} must be an int or a pair of ints, got {v!r}")
-    if min(vals) < minimum:
-        raise ValueError(f"{op_name(op)}: {name} must be >= {minimum}, got {v!r}")
-    return int(vals[0]), int(vals[1])
 
 
 # -------------------------------------------------------------- upsample2d
@@ -172,50 +122,59 @@ def upsample2d(x: ArrayLike, *, size: int | Sequence[int] | None = None,
     return upsample2d_p.bind(x, **params)
 
 
+def _upsample2d_reference(x: Array, *, size: Any = None, scale_factor: Any = None,
+                          method: str = "nearest", align_corners: bool = False) -> Array:
+    """Gathers and weighted sums of rows, then columns (no matrices)."""
+    p = _upsample_params("reference", np.shape(x), size, scale_factor, method, align_corners)
+    for axis, (n_out, ratio) in enumerate(zip(p["size"], p["ratio"])):
+        ax = x.ndim - 2 + axis
+        i0, i1, lam = source_coords(x.shape[ax], n_out, ratio, method, align_corners)
+        lam = jnp.asarray(lam, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1 - ax))
+        x = jnp.take(x, i0, axis=ax) * (1 - lam) + jnp.take(x, i1, axis=ax) * lam
+    return x
+
+
+register_op(OpDef(name="upsample2d", family=FAMILY, fn=upsample2d, primitives=(upsample2d_p,),
+                  reference=_upsample2d_reference, operands=("x",), linear=(("x",),)))
+
+
 # -------------------------------------------------- pixel_shuffle / unshuffle
-def _shuffle_meta(op: str, up: bool) -> Callable[..., ShapedArray]:
-    def infer_meta(x: Any, *, factor: int) -> ShapedArray:
-        check_dtype(op, "x", x.dtype, "any")
-        if len(x.shape) < 3:
-            raise ValueError(f"{op_name(op)}: x must have rank >= 3, got shape {x.shape}")
-        *lead, c, h, w = x.shape
-        if up and c % (factor * factor):
-            raise ValueError(f"{op_name(op)}: channels {c} of x with shape {x.shape} must be "
-                             f"divisible by upscale_factor**2 = {factor * factor}")
-        if not up and (h % factor or w % factor):
-            raise ValueError(f"{op_name(op)}: height and width of x with shape {x.shape} must "
-                             f"be divisible by downscale_factor={factor}")
-        shape = ((c // factor**2, h * factor, w * factor) if up
-                 else (c * factor**2, h // factor, w // factor))
-        return ShapedArray(tuple(lead) + shape, x.dtype, weak_type=x.weak_type)
-    infer_meta.__name__ = f"_{op}_infer_meta"
-    return infer_meta
+def _rearrange(x: Array, lead: int, split: tuple[int, ...], perm: tuple[int, ...],
+               merged: tuple[int, ...]) -> Array:
+    """The axes of x after the first ``lead`` reshaped to ``split``, permuted
+    by ``perm`` and reshaped to ``merged``: the permutations of this family."""
+    keep = x.shape[:lead]
+    y = jnp.transpose(x.reshape(*keep, *split), tuple(range(lead)) + tuple(lead + i for i in perm))
+    return y.reshape(*keep, *merged)
+
+
+def _shuffle_infer_meta(op: str, up: bool, x: Any, *, factor: int) -> ShapedArray:
+    """infer_meta of pixel_shuffle (``up``) and pixel_unshuffle."""
+    check_dtype(op, "x", x.dtype, "any")
+    if len(x.shape) < 3:
+        raise ValueError(f"{op_name(op)}: x must have rank >= 3, got shape {x.shape}")
+    *lead, c, h, w = x.shape
+    if up and c % (factor * factor):
+        raise ValueError(f"{op_name(op)}: channels {c} of x with shape {x.shape} must be "
+                         f"divisible by upscale_factor**2 = {factor * factor}")
+    if not up and (h % factor or w % factor):
+        raise ValueError(f"{op_name(op)}: height and width of x with shape {x.shape} must "
+                         f"be divisible by downscale_factor={factor}")
+    shape = ((c // factor**2, h * factor, w * factor) if up
+             else (c * factor**2, h // factor, w // factor))
+    return ShapedArray(tuple(lead) + shape, x.dtype, weak_type=x.weak_type)
 
 
 def _pixel_shuffle_impl(x: Array, *, factor: int) -> Array:
-    *lead, c, h, w = x.shape
-    r, n = factor, len(lead)
-    y = x.reshape(*lead, c // (r * r), r, r, h, w)
-    y = jnp.transpose(y, tuple(range(n)) + tuple(n + i for i in (0, 3, 1, 4, 2)))
-    return y.reshape(*lead, c // (r * r), h * r, w * r)
-
-
-def _pixel_unshuffle_impl(x: Array, *, factor: int) -> Array:
-    *lead, c, h, w = x.shape
-    r, n = factor, len(lead)
-    y = x.reshape(*lead, c, h // r, r, w // r, r)
-    y = jnp.transpose(y, tuple(range(n)) + tuple(n + i for i in (0, 2, 4, 1, 3)))
-    return y.reshape(*lead, c * r * r, h // r, w // r)
+    c, h, w, r = *x.shape[-3:], factor
+    return _rearrange(x, x.ndim - 3, (c // (r * r), r, r, h, w), (0, 3, 1, 4, 2),
+                      (c // (r * r), h * r, w * r))
 
 
 pixel_shuffle_p = define_primitive("pixel_shuffle", family=FAMILY, operands=("x",),
                                    params=("factor",),
-                                   infer_meta=_shuffle_meta("pixel_shuffle", True),
+                                   infer_meta=partial(_shuffle_infer_meta, "pixel_shuffle", True),
                                    impl=_pixel_shuffle_impl)
-pixel_unshuffle_p = define_primitive("pixel_unshuffle", family=FAMILY, operands=("x",),
-                                     params=("factor",),
-                                     infer_meta=_shuffle_meta("pixel_unshuffle", False),
-                                     impl=_pixel_unshuffle_impl)
 
 
 def pixel_shuffle(x: ArrayLike, *, upscale_factor: int) -> Array:
@@ -227,6 +186,31 @@ def pixel_shuffle(x: ArrayLike, *, upscale_factor: int) -> Array:
                                                     upscale_factor, lo=1))
 
 
+def _pixel_shuffle_reference(x: Array, *, upscale_factor: int) -> Array:
+    n, c, h, w = x.shape
+    r = upscale_factor
+    return jnp.einsum("ncijhw->nchiwj", x.reshape(n, c // (r * r), r, r, h, w)).reshape(
+        n, c // (r * r), h * r, w * r)
+
+
+register_op(OpDef(name="pixel_shuffle", family=FAMILY, fn=pixel_shuffle,
+                  primitives=(pixel_shuffle_p,), reference=_pixel_shuffle_reference,
+                  operands=("x",), linear=(("x",),)))
+
+
+def _pixel_unshuffle_impl(x: Array, *, factor: int) -> Array:
+    c, h, w, r = *x.shape[-3:], factor
+    return _rearrange(x, x.ndim - 3, (c, h // r, r, w // r, r), (0, 2, 4, 1, 3),
+                      (c * r * r, h // r, w // r))
+
+
+pixel_unshuffle_p = define_primitive("pixel_unshuffle", family=FAMILY, operands=("x",),
+                                     params=("factor",),
+                                     infer_meta=partial(_shuffle_infer_meta, "pixel_unshuffle",
+                                                        False),
+                                     impl=_pixel_unshuffle_impl)
+
+
 def pixel_unshuffle(x: ArrayLike, *, downscale_factor: int) -> Array:
     """[..., C, H r, W r] -> [..., C r^2, H, W], the inverse of pixel_shuffle
     (and its transpose)."""
@@ -235,8 +219,24 @@ def pixel_unshuffle(x: ArrayLike, *, downscale_factor: int) -> Array:
                                                       downscale_factor, lo=1))
 
 
+def _pixel_unshuffle_reference(x: Array, *, downscale_factor: int) -> Array:
+    n, c, h, w = x.shape
+    r = downscale_factor
+    return jnp.einsum("nchiwj->ncijhw", x.reshape(n, c, h // r, r, w // r, r)).reshape(
+        n, c * r * r, h // r, w // r)
+
+
+register_op(OpDef(name="pixel_unshuffle", family=FAMILY, fn=pixel_unshuffle,
+                  primitives=(pixel_unshuffle_p,),
+                  reference=_pixel_unshuffle_reference, operands=("x",), linear=(("x",),)))
+
+
 # ------------------------------------------------------ unpatchify / patchify
 PATCH_PARAMS = ("grid_h", "grid_w", "patch_size", "channels")
+
+
+def _patch_params(op: str, **kw: Any) -> dict[str, int]:
+    return {k: int_param(op, k, v, lo=1) for k, v in kw.items()}
 
 
 def _unpatchify_infer_meta(x: Any, *, grid_h: int, grid_w: int, patch_size: int,
@@ -251,43 +251,16 @@ def _unpatchify_infer_meta(x: Any, *, grid_h: int, grid_w: int, patch_size: int,
                        weak_type=x.weak_type)
 
 
-def _patchify_infer_meta(x: Any, *, grid_h: int, grid_w: int, patch_size: int,
-                         channels: int) -> ShapedArray:
-    check_dtype("patchify", "x", x.dtype, "any")
-    p = patch_size
-    if len(x.shape) < 3 or tuple(x.shape[-3:]) != (channels, grid_h * p, grid_w * p):
-        raise ValueError(f"{op_name('patchify')}: x must be [..., channels, grid_h * "
-                         f"patch_size, grid_w * patch_size] = [..., {channels}, {grid_h * p}, "
-                         f"{grid_w * p}], got shape {tuple(x.shape)}")
-    return ShapedArray(tuple(x.shape[:-3]) + (grid_h * grid_w, p * p * channels), x.dtype,
-                       weak_type=x.weak_type)
-
-
 def _unpatchify_impl(x: Array, *, grid_h: int, grid_w: int, patch_size: int,
                      channels: int) -> Array:
-    lead, n, p = x.shape[:-2], x.ndim - 2, patch_size
-    y = x.reshape(*lead, grid_h, grid_w, p, p, channels)
-    y = jnp.transpose(y, tuple(range(n)) + tuple(n + i for i in (4, 0, 2, 1, 3)))
-    return y.reshape(*lead, channels, grid_h * p, grid_w * p)
-
-
-def _patchify_impl(x: Array, *, grid_h: int, grid_w: int, patch_size: int,
-                   channels: int) -> Array:
-    lead, n, p = x.shape[:-3], x.ndim - 3, patch_size
-    y = x.reshape(*lead, channels, grid_h, p, grid_w, p)
-    y = jnp.transpose(y, tuple(range(n)) + tuple(n + i for i in (1, 3, 2, 4, 0)))
-    return y.reshape(*lead, grid_h * grid_w, p * p * channels)
+    p = patch_size
+    return _rearrange(x, x.ndim - 2, (grid_h, grid_w, p, p, channels), (4, 0, 2, 1, 3),
+                      (channels, grid_h * p, grid_w * p))
 
 
 unpatchify_p = define_primitive("unpatchify", family=FAMILY, operands=("tokens",),
                                 params=PATCH_PARAMS, infer_meta=_unpatchify_infer_meta,
                                 impl=_unpatchify_impl)
-patchify_p = define_primitive("patchify", family=FAMILY, operands=("x",), params=PATCH_PARAMS,
-                              infer_meta=_patchify_infer_meta, impl=_patchify_impl)
-
-
-def _patch_params(op: str, **kw: Any) -> dict[str, int]:
-    return {k: int_param(op, k, v, lo=1) for k, v in kw.items()}
 
 
 def unpatchify(tokens: ArrayLike, *, grid_h: int, grid_w: int, patch_size: int,
@@ -301,12 +274,58 @@ def unpatchify(tokens: ArrayLike, *, grid_h: int, grid_w: int, patch_size: int,
                                                      patch_size=patch_size, channels=channels))
 
 
+def _unpatchify_reference(tokens: Array, *, grid_h: int, grid_w: int, patch_size: int,
+                          channels: int) -> Array:
+    n, p = tokens.shape[0], patch_size
+    x = tokens.reshape(n, grid_h, grid_w, p, p, channels)
+    return jnp.einsum("nhwpqc->nchpwq", x).reshape(n, channels, grid_h * p, grid_w * p)
+
+
+register_op(OpDef(name="unpatchify", family=FAMILY, fn=unpatchify, primitives=(unpatchify_p,),
+                  reference=_unpatchify_reference, operands=("tokens",),
+                  linear=(("tokens",),)))
+
+
+def _patchify_infer_meta(x: Any, *, grid_h: int, grid_w: int, patch_size: int,
+                         channels: int) -> ShapedArray:
+    check_dtype("patchify", "x", x.dtype, "any")
+    p = patch_size
+    if len(x.shape) < 3 or tuple(x.shape[-3:]) != (channels, grid_h * p, grid_w * p):
+        raise ValueError(f"{op_name('patchify')}: x must be [..., channels, grid_h * "
+                         f"patch_size, grid_w * patch_size] = [..., {channels}, {grid_h * p}, "
+                         f"{grid_w * p}], got shape {tuple(x.shape)}")
+    return ShapedArray(tuple(x.shape[:-3]) + (grid_h * grid_w, p * p * channels), x.dtype,
+                       weak_type=x.weak_type)
+
+
+def _patchify_impl(x: Array, *, grid_h: int, grid_w: int, patch_size: int,
+                   channels: int) -> Array:
+    p = patch_size
+    return _rearrange(x, x.ndim - 3, (channels, grid_h, p, grid_w, p), (1, 3, 2, 4, 0),
+                      (grid_h * grid_w, p * p * channels))
+
+
+patchify_p = define_primitive("patchify", family=FAMILY, operands=("x",), params=PATCH_PARAMS,
+                              infer_meta=_patchify_infer_meta, impl=_patchify_impl)
+
+
 def patchify(x: ArrayLike, *, grid_h: int, grid_w: int, patch_size: int, channels: int) -> Array:
     """Image [..., C, grid_h p, grid_w p] -> patch tokens [..., grid_h grid_w, p p C],
     the inverse of unpatchify (and its transpose)."""
     (x,) = promote("patchify", {"x": x}, "any")
     return patchify_p.bind(x, **_patch_params("patchify", grid_h=grid_h, grid_w=grid_w,
                                               patch_size=patch_size, channels=channels))
+
+
+def _patchify_reference(x: Array, *, grid_h: int, grid_w: int, patch_size: int,
+                        channels: int) -> Array:
+    n, p = x.shape[0], patch_size
+    y = x.reshape(n, channels, grid_h, p, grid_w, p)
+    return jnp.einsum("nchpwq->nhwpqc", y).reshape(n, grid_h * grid_w, p * p * channels)
+
+
+register_op(OpDef(name="patchify", family=FAMILY, fn=patchify, primitives=(patchify_p,),
+                  reference=_patchify_reference, operands=("x",), linear=(("x",),)))
 
 
 # ------------------------------------------------------------ grid_sample2d
@@ -402,62 +421,10 @@ def grid_sample2d(x: ArrayLike, grid: ArrayLike, *, align_corners: bool = False)
                                 align_corners=bool_param(op, "align_corners", align_corners))
 
 
-# ---------------------------------------------------------------- registry
-def _upsample2d_reference(x: Array, *, size: Any = None, scale_factor: Any = None,
-                          method: str = "nearest", align_corners: bool = False) -> Array:
-    """Gathers and weighted sums of rows, then columns (no matrices)."""
-    p = _upsample_params("reference", np.shape(x), size, scale_factor, method, align_corners)
-    for axis, (n_out, ratio) in enumerate(zip(p["size"], p["ratio"])):
-        ax = x.ndim - 2 + axis
-        i0, i1, lam = source_coords(x.shape[ax], n_out, ratio, method, align_corners)
-        lam = jnp.asarray(lam, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1 - ax))
-        x = jnp.take(x, i0, axis=ax) * (1 - lam) + jnp.take(x, i1, axis=ax) * lam
-    return x
-
-
-def _pixel_shuffle_reference(x: Array, *, upscale_factor: int) -> Array:
-    n, c, h, w = x.shape
-    r = upscale_factor
-    return jnp.einsum("ncijhw->nchiwj", x.reshape(n, c // (r * r), r, r, h, w)).reshape(
-        n, c // (r * r), h * r, w * r)
-
-
-def _pixel_unshuffle_reference(x: Array, *, downscale_factor: int) -> Array:
-    n, c, h, w = x.shape
-    r = downscale_factor
-    return jnp.einsum("nchiwj->ncijhw", x.reshape(n, c, h // r, r, w // r, r)).reshape(
-        n, c * r * r, h // r, w // r)
-
-
-def _unpatchify_reference(tokens: Array, *, grid_h: int, grid_w: int, patch_size: int,
-                          channels: int) -> Array:
-    n, p = tokens.shape[0], patch_size
-    x = tokens.reshape(n, grid_h, grid_w, p, p, channels)
-    return jnp.einsum("nhwpqc->nchpwq", x).reshape(n, channels, grid_h * p, grid_w * p)
-
-
-def _patchify_reference(x: Array, *, grid_h: int, grid_w: int, patch_size: int,
-                        channels: int) -> Array:
-    n, p = x.shape[0], patch_size
-    y = x.reshape(n, channels, grid_h, p, grid_w, p)
-    return jnp.einsum("nchpwq->nhwpqc", y).reshape(n, grid_h * grid_w, p * p * channels)
-
-
 def _grid_sample2d_ref(x: Array, grid: Array, *, align_corners: bool = False) -> Array:
     return grid_sample2d_reference(x, grid, align_corners=align_corners)
 
 
-_LIN = (("x",),)
-register_op(OpDef("upsample2d", FAMILY, upsample2d, (upsample2d_p,), _upsample2d_reference,
-                  ("x",), linear=_LIN))
-register_op(OpDef("pixel_shuffle", FAMILY, pixel_shuffle, (pixel_shuffle_p,),
-                  _pixel_shuffle_reference, ("x",), linear=_LIN))
-register_op(OpDef("pixel_unshuffle", FAMILY, pixel_unshuffle, (pixel_unshuffle_p,),
-                  _pixel_unshuffle_reference, ("x",), linear=_LIN))
-register_op(OpDef("unpatchify", FAMILY, unpatchify, (unpatchify_p,), _unpatchify_reference,
-                  ("tokens",), linear=(("tokens",),)))
-register_op(OpDef("patchify", FAMILY, patchify, (patchify_p,), _patchify_reference, ("x",),
-                  linear=_LIN))
-register_op(OpDef("grid_sample2d", FAMILY, grid_sample2d,
-                  (grid_sample2d_p, grid_sample2d_transpose_p), _grid_sample2d_ref,
-                  ("x", "grid"), linear=_LIN))
+register_op(OpDef(name="grid_sample2d", family=FAMILY, fn=grid_sample2d,
+                  primitives=(grid_sample2d_p, grid_sample2d_transpose_p),
+                  reference=_grid_sample2d_ref, operands=("x", "grid"), linear=(("x",),)))

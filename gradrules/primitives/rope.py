@@ -17,11 +17,12 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray
+from ..core.args import as_array, float_array, int_param, number_param
+from ..core.kernels import Implementation, implementation
 from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from ._elementwise import as_array
-from ._fused import acc_dtype, float_array, int_param, kernel_param, number_param, xla_lowering
+from ._fused import acc_dtype
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -30,7 +31,7 @@ _OP = "rope"
 
 
 def _rope_infer_meta(x: Any, positions: Any, *, theta: float, inverse: bool,
-                     kernel: str) -> ShapedArray:
+                     implementation: Implementation) -> ShapedArray:
     check_dtype(_OP, "x", x.dtype, "float")
     check_dtype(_OP, "positions", positions.dtype, "int")
     if len(x.shape) != 4 or x.shape[-1] % 2:
@@ -66,8 +67,8 @@ def _rope_impl(x: Array, positions: Array, *, theta: float, inverse: bool) -> Ar
 
 
 rope_p = define_primitive("rope", family=FAMILY, operands=("x", "positions"),
-                          params=("theta", "inverse", "kernel"), infer_meta=_rope_infer_meta,
-                          impl=xla_lowering(_OP, _rope_impl))
+                          params=("theta", "inverse"), infer_meta=_rope_infer_meta,
+                          implementations={"xla": _rope_impl})
 
 
 def rope(x: ArrayLike, *, positions: ArrayLike | None = None, start_pos: int = 0,
@@ -99,7 +100,7 @@ def rope(x: ArrayLike, *, positions: ArrayLike | None = None, start_pos: int = 0
         positions = as_array(_OP, "positions", positions)
         check_dtype(_OP, "positions", jnp.result_type(positions), "int")
         positions = jnp.asarray(positions) if np.ndim(positions) == 0 else positions
-    return rope_p.bind(x, positions, theta=theta, inverse=False, kernel=kernel_param(_OP))
+    return rope_p.bind(x, positions, theta=theta, inverse=False, implementation=implementation(_OP))
 
 
 @partial(jax.jit, static_argnames=("start_pos", "theta"))
@@ -117,5 +118,5 @@ def rope_reference(x: Array, *, positions: Array | None = None, start_pos: int =
     return (x * cos + rotated * sin).astype(x.dtype)
 
 
-register_op(OpDef("rope", FAMILY, rope, (rope_p,), rope_reference, ("x",),
-                  linear=(("x",),)))
+register_op(OpDef(name="rope", family=FAMILY, fn=rope, primitives=(rope_p,),
+                  reference=rope_reference, operands=("x",), linear=(("x",),)))

@@ -6,23 +6,17 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ._elementwise import elementwise_op, elementwise_primitive, register_elementwise
-
-FAMILY = "rounding"
-
-floor_p = elementwise_primitive("floor", jnp.floor, family=FAMILY)
-floor = elementwise_op(floor_p, kind="float", doc="Largest integer <= x. Derivative 0.")
-ceil_p = elementwise_primitive("ceil", jnp.ceil, family=FAMILY)
-ceil = elementwise_op(ceil_p, kind="float", doc="Smallest integer >= x. Derivative 0.")
-round_p = elementwise_primitive("round", jnp.round, family=FAMILY)
-round = elementwise_op(round_p, kind="float",  # noqa: A001
-                       doc="Nearest integer, halves to even (as jnp.round and the core IR). "
-                           "Derivative 0.")
-trunc_p = elementwise_primitive("trunc", jnp.trunc, family=FAMILY)
-trunc = elementwise_op(trunc_p, kind="float", doc="x rounded toward zero. Derivative 0.")
-
-for _fn, _p, _ref in ((floor, floor_p, jnp.floor), (ceil, ceil_p, jnp.ceil),
-                      (round, round_p, jnp.round), (trunc, trunc_p, jnp.trunc)):
-    register_elementwise(_fn, _p, _ref)
+from ._elementwise import define_elementwise
 
 Array = jax.Array
+FAMILY = "rounding"
+
+floor_p, floor = define_elementwise("floor", jnp.floor, "Largest integer <= x. Derivative 0.",
+                                    family=FAMILY)
+ceil_p, ceil = define_elementwise("ceil", jnp.ceil, "Smallest integer >= x. Derivative 0.",
+                                  family=FAMILY)
+round_p, round = define_elementwise(  # noqa: A001
+    "round", jnp.round, "Nearest integer, halves to even (as jnp.round and the core IR). "
+    "Derivative 0.", family=FAMILY)
+trunc_p, trunc = define_elementwise("trunc", jnp.trunc, "x rounded toward zero. Derivative 0.",
+                                    family=FAMILY)

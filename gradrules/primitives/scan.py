@@ -9,7 +9,6 @@ its operand; ``rules.scan.axis_batch`` batches them all.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,10 +17,11 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._jax import Primitive, ShapedArray
+from .._jax import ShapedArray
 from ..core.meta import check_dtype, normalize_axis, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
+from .convert import promote
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -41,7 +41,6 @@ def axis_args(op: str, x: Any, axis: Any, kind: str, arg: str = "x", **flags: An
               ) -> tuple[Any, int]:
     """Validate a call along one axis: the array ``arg`` (rank >= 1, dtype of
     ``kind``), the axis (normalized) and the bool ``flags``."""
-    from ._elementwise import promote
     (x,) = promote(op, {arg: x}, kind)
     check_axis_meta(op, np.shape(x), 0, arg)
     for name, value in flags.items():
@@ -55,7 +54,6 @@ def _scan_meta(op: str, kind: str) -> Any:
         check_dtype(op, "x", x.dtype, kind)
         check_axis_meta(op, x.shape, axis)
         return ShapedArray(x.shape, x.dtype, weak_type=x.weak_type)
-    infer_meta.__name__ = f"_{op}_infer_meta"
     return infer_meta
 
 
@@ -71,34 +69,28 @@ def _shift_in(y: Array, axis: int, reverse: bool, fill: Any) -> Array:
     return jnp.concatenate([edge, lax.slice_in_dim(y, 0, n - 1, axis=axis)], axis)
 
 
-# --------------------------------------------------------- cumsum / cummax
-def _scan_op(name: str, impl: Callable[..., Array], doc: str
-             ) -> tuple[Primitive, Callable[..., Array]]:
-    """A scan primitive with the params (axis, reverse) and its public
-    function ``f(x, *, axis, reverse=False)``."""
-    prim = define_primitive(name, family=FAMILY, operands=("x",), params=("axis", "reverse"),
-                            infer_meta=_scan_meta(name, "numeric"), impl=impl)
-
-    def fn(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
-        x, axis = axis_args(name, x, axis, "numeric", reverse=reverse)
-        return prim.bind(x, axis=axis, reverse=reverse)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return prim, fn
+# ----------------------------------------------------------------- cumsum
+cumsum_p = define_primitive("cumsum", family=FAMILY, operands=("x",), params=("axis", "reverse"),
+                            infer_meta=_scan_meta("cumsum", "numeric"), impl=lax.cumsum)
 
 
-cumsum_p, cumsum = _scan_op("cumsum", lax.cumsum, """Running sum along ``axis``:
-``out_i = sum_{j <= i} x_j`` (``j >= i`` with ``reverse``).
+def cumsum(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
+    """Running sum along ``axis``: ``out_i = sum_{j <= i} x_j`` (``j >= i``
+    with ``reverse``).
 
-Linear: tangent cumsum(t); the transpose is the cumsum in the other
-direction, cumsum(ct, reverse=not reverse).""")
+    Linear: tangent cumsum(t); the transpose is the cumsum in the other
+    direction, cumsum(ct, reverse=not reverse).
+    """
+    x, axis = axis_args("cumsum", x, axis, "numeric", reverse=reverse)
+    return cumsum_p.bind(x, axis=axis, reverse=reverse)
 
-cummax_p, cummax = _scan_op("cummax", lax.cummax, """Running maximum along ``axis``:
-``out_i = max_{j <= i} x_j`` (``j >= i`` with ``reverse``).
 
-The tangent of out_i is the tangent of x at the running argmax, the last
-position (in scan order) whose value equals out_i: ties route the whole
-gradient to the latest of the tied elements, as torch.cummax's indices.""")
+def _cumsum_reference(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
+    return lax.cumsum(jnp.asarray(x), axis % np.ndim(x), reverse)
+
+
+register_op(OpDef(name="cumsum", family=FAMILY, fn=cumsum, primitives=(cumsum_p,),
+                  reference=_cumsum_reference, operands=("x",), linear=(("x",),)))
 
 
 # ---------------------------------------------------------------- cumprod
@@ -125,6 +117,47 @@ def cumprod(x: ArrayLike, *, axis: int, reverse: bool = False, exclusive: bool =
     """
     x, axis = axis_args("cumprod", x, axis, "numeric", reverse=reverse, exclusive=exclusive)
     return cumprod_p.bind(x, axis=axis, reverse=reverse, exclusive=exclusive)
+
+
+def _cumprod_reference(x: ArrayLike, *, axis: int, reverse: bool = False,
+                       exclusive: bool = False) -> Array:
+    """jnp.cumprod, shifted by concatenating ones for ``exclusive``."""
+    x = jnp.asarray(x)
+    y = jnp.flip(x, axis) if reverse else x
+    if exclusive and y.shape[axis]:
+        ones = jnp.ones_like(lax.slice_in_dim(y, 0, 1, axis=axis))
+        y = jnp.concatenate([ones, lax.slice_in_dim(y, 0, y.shape[axis] - 1, axis=axis)], axis)
+    y = jnp.cumprod(y, axis)
+    return jnp.flip(y, axis) if reverse else y
+
+
+register_op(OpDef(name="cumprod", family=FAMILY, fn=cumprod, primitives=(cumprod_p,),
+                  reference=_cumprod_reference, operands=("x",)))
+
+
+# ----------------------------------------------------------------- cummax
+cummax_p = define_primitive("cummax", family=FAMILY, operands=("x",), params=("axis", "reverse"),
+                            infer_meta=_scan_meta("cummax", "numeric"), impl=lax.cummax)
+
+
+def cummax(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
+    """Running maximum along ``axis``: ``out_i = max_{j <= i} x_j`` (``j >= i``
+    with ``reverse``).
+
+    The tangent of out_i is the tangent of x at the running argmax, the last
+    position (in scan order) whose value equals out_i: ties route the whole
+    gradient to the latest of the tied elements, as torch.cummax's indices.
+    """
+    x, axis = axis_args("cummax", x, axis, "numeric", reverse=reverse)
+    return cummax_p.bind(x, axis=axis, reverse=reverse)
+
+
+def _cummax_reference(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
+    return lax.cummax(jnp.asarray(x), axis % np.ndim(x), reverse)
+
+
+register_op(OpDef(name="cummax", family=FAMILY, fn=cummax, primitives=(cummax_p,),
+                  reference=_cummax_reference, operands=("x",)))
 
 
 # ------------------------------------------------------ linear_recurrence
@@ -174,31 +207,9 @@ def linear_recurrence(a: ArrayLike, b: ArrayLike, *, axis: int, reverse: bool = 
     tangent is ``linear_recurrence(a, t_b + t_a * s)``, so every derivative
     stays in this family.
     """
-    from ._elementwise import promote
     a, b = promote("linear_recurrence", {"a": a, "b": b}, "float")
     b, axis = axis_args("linear_recurrence", b, axis, "float", "b", reverse=reverse)
     return linear_recurrence_p.bind(a, b, axis=axis, reverse=reverse)
-
-
-# -------------------------------------------------------------- references
-def _cumsum_reference(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
-    return lax.cumsum(jnp.asarray(x), axis % np.ndim(x), reverse)
-
-
-def _cumprod_reference(x: ArrayLike, *, axis: int, reverse: bool = False,
-                       exclusive: bool = False) -> Array:
-    """jnp.cumprod, shifted by concatenating ones for ``exclusive``."""
-    x = jnp.asarray(x)
-    y = jnp.flip(x, axis) if reverse else x
-    if exclusive and y.shape[axis]:
-        ones = jnp.ones_like(lax.slice_in_dim(y, 0, 1, axis=axis))
-        y = jnp.concatenate([ones, lax.slice_in_dim(y, 0, y.shape[axis] - 1, axis=axis)], axis)
-    y = jnp.cumprod(y, axis)
-    return jnp.flip(y, axis) if reverse else y
-
-
-def _cummax_reference(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
-    return lax.cummax(jnp.asarray(x), axis % np.ndim(x), reverse)
 
 
 def _linear_recurrence_reference(a: ArrayLike, b: ArrayLike, *, axis: int,
@@ -212,9 +223,7 @@ def _linear_recurrence_reference(a: ArrayLike, b: ArrayLike, *, axis: int,
     return jnp.moveaxis(out, 0, axis)
 
 
-register_op(OpDef("cumsum", FAMILY, cumsum, (cumsum_p,), _cumsum_reference, ("x",),
-                  linear=(("x",),)))
-register_op(OpDef("cumprod", FAMILY, cumprod, (cumprod_p,), _cumprod_reference, ("x",)))
-register_op(OpDef("cummax", FAMILY, cummax, (cummax_p,), _cummax_reference, ("x",)))
-register_op(OpDef("linear_recurrence", FAMILY, linear_recurrence, (linear_recurrence_p,),
-                  _linear_recurrence_reference, ("a", "b"), linear=(("b",),)))
+register_op(OpDef(name="linear_recurrence", family=FAMILY, fn=linear_recurrence,
+                  primitives=(linear_recurrence_p,),
+                  reference=_linear_recurrence_reference, operands=("a", "b"),
+                  linear=(("b",),)))

@@ -14,7 +14,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.meta import check_dtype, int_tuple, normalize_axes, normalize_axis, op_name
+from ..core.args import as_array, int_tuple
+from ..core.meta import check_dtype, normalize_axes, normalize_axis, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 
@@ -29,7 +30,6 @@ def _aval_like(op: str, x: Any, shape: tuple[int, ...]) -> ShapedArray:
 
 
 def _array(op: str, x: Any) -> Any:
-    from ._elementwise import as_array
     x = as_array(op, "x", x)
     return jnp.asarray(x) if isinstance(x, (bool, int, float, np.generic)) else x
 
@@ -42,9 +42,12 @@ def _reshape_infer_meta(x: Any, *, new_sizes: tuple[int, ...]) -> ShapedArray:
     return _aval_like("reshape", x, new_sizes)
 
 
+def _reshape_impl(x: Array, *, new_sizes: tuple[int, ...]) -> Array:
+    return lax.reshape(x, new_sizes)
+
+
 reshape_p = define_primitive("reshape", family=FAMILY, operands=("x",), params=("new_sizes",),
-                             infer_meta=_reshape_infer_meta,
-                             impl=lambda x, *, new_sizes: lax.reshape(x, new_sizes))
+                             infer_meta=_reshape_infer_meta, impl=_reshape_impl)
 
 
 def reshape(x: ArrayLike, shape: Sequence[int] | int) -> Array:
@@ -63,6 +66,10 @@ def reshape(x: ArrayLike, shape: Sequence[int] | int) -> Array:
     return reshape_p.bind(x, new_sizes=shape)
 
 
+register_op(OpDef(name="reshape", family=FAMILY, fn=reshape, primitives=(reshape_p,),
+                  reference=jnp.reshape, operands=("x",), linear=(("x",),)))
+
+
 # -------------------------------------------------------------- transpose
 def _transpose_infer_meta(x: Any, *, permutation: tuple[int, ...]) -> ShapedArray:
     if sorted(permutation) != list(range(len(x.shape))):
@@ -71,9 +78,13 @@ def _transpose_infer_meta(x: Any, *, permutation: tuple[int, ...]) -> ShapedArra
     return _aval_like("transpose", x, tuple(x.shape[p] for p in permutation))
 
 
+def _transpose_impl(x: Array, *, permutation: tuple[int, ...]) -> Array:
+    return lax.transpose(x, permutation)
+
+
 transpose_p = define_primitive("transpose", family=FAMILY, operands=("x",),
                                params=("permutation",), infer_meta=_transpose_infer_meta,
-                               impl=lambda x, *, permutation: lax.transpose(x, permutation))
+                               impl=_transpose_impl)
 
 
 def transpose(x: ArrayLike, axes: Sequence[int] | None = None) -> Array:
@@ -90,6 +101,9 @@ def transpose(x: ArrayLike, axes: Sequence[int] | None = None) -> Array:
 
 
 permute = transpose
+register_op(OpDef(name="transpose", family=FAMILY, fn=transpose, primitives=(transpose_p,),
+                  reference=jnp.transpose, operands=("x",), linear=(("x",),),
+                  aliases=("permute",)))
 
 
 def moveaxis(x: ArrayLike, source: int, destination: int) -> Array:
@@ -117,11 +131,14 @@ def _broadcast_in_dim_infer_meta(x: Any, *, shape: tuple[int, ...],
     return _aval_like("broadcast_in_dim", x, shape)
 
 
+def _broadcast_in_dim_impl(x: Array, *, shape: tuple[int, ...],
+                           broadcast_dimensions: tuple[int, ...]) -> Array:
+    return lax.broadcast_in_dim(x, shape, broadcast_dimensions)
+
+
 broadcast_in_dim_p = define_primitive(
     "broadcast_in_dim", family=FAMILY, operands=("x",), params=("shape", "broadcast_dimensions"),
-    infer_meta=_broadcast_in_dim_infer_meta,
-    impl=lambda x, *, shape, broadcast_dimensions: lax.broadcast_in_dim(x, shape,
-                                                                        broadcast_dimensions))
+    infer_meta=_broadcast_in_dim_infer_meta, impl=_broadcast_in_dim_impl)
 
 
 def broadcast_in_dim(x: ArrayLike, shape: Sequence[int],
@@ -134,6 +151,11 @@ def broadcast_in_dim(x: ArrayLike, shape: Sequence[int],
                                                                   broadcast_dimensions))
 
 
+register_op(OpDef(name="broadcast_in_dim", family=FAMILY, fn=broadcast_in_dim,
+                  primitives=(broadcast_in_dim_p,), reference=lax.broadcast_in_dim,
+                  operands=("x",), linear=(("x",),)))
+
+
 # ------------------------------------------------------------ broadcast_to
 def _broadcast_to_infer_meta(x: Any, *, shape: tuple[int, ...]) -> ShapedArray:
     ok = len(shape) >= len(x.shape) and min(shape, default=0) >= 0 and all(
@@ -144,9 +166,13 @@ def _broadcast_to_infer_meta(x: Any, *, shape: tuple[int, ...]) -> ShapedArray:
     return _aval_like("broadcast_to", x, shape)
 
 
+def _broadcast_to_impl(x: Array, *, shape: tuple[int, ...]) -> Array:
+    return jnp.broadcast_to(x, shape)
+
+
 broadcast_to_p = define_primitive("broadcast_to", family=FAMILY, operands=("x",),
                                   params=("shape",), infer_meta=_broadcast_to_infer_meta,
-                                  impl=lambda x, *, shape: jnp.broadcast_to(x, shape))
+                                  impl=_broadcast_to_impl)
 
 
 def broadcast_to(x: ArrayLike, shape: Sequence[int]) -> Array:
@@ -158,6 +184,11 @@ def broadcast_to(x: ArrayLike, shape: Sequence[int]) -> Array:
     return broadcast_to_p.bind(x, shape=shape)
 
 
+register_op(OpDef(name="broadcast_to", family=FAMILY, fn=broadcast_to,
+                  primitives=(broadcast_to_p,), reference=jnp.broadcast_to,
+                  operands=("x",), linear=(("x",),)))
+
+
 # ------------------------------------------------------------- expand_dims
 def _expand_dims_infer_meta(x: Any, *, axes: tuple[int, ...]) -> ShapedArray:
     shape = list(x.shape)
@@ -166,9 +197,12 @@ def _expand_dims_infer_meta(x: Any, *, axes: tuple[int, ...]) -> ShapedArray:
     return _aval_like("expand_dims", x, tuple(shape))
 
 
+def _expand_dims_impl(x: Array, *, axes: tuple[int, ...]) -> Array:
+    return jnp.expand_dims(x, axes)
+
+
 expand_dims_p = define_primitive("expand_dims", family=FAMILY, operands=("x",), params=("axes",),
-                                 infer_meta=_expand_dims_infer_meta,
-                                 impl=lambda x, *, axes: jnp.expand_dims(x, axes))
+                                 infer_meta=_expand_dims_infer_meta, impl=_expand_dims_impl)
 
 
 def expand_dims(x: ArrayLike, *, axis: int | Sequence[int]) -> Array:
@@ -182,6 +216,15 @@ def expand_dims(x: ArrayLike, *, axis: int | Sequence[int]) -> Array:
 unsqueeze = expand_dims
 
 
+def _expand_dims_reference(x: ArrayLike, *, axis: int | Sequence[int]) -> Array:
+    return jnp.expand_dims(x, axis)
+
+
+register_op(OpDef(name="expand_dims", family=FAMILY, fn=expand_dims,
+                  primitives=(expand_dims_p,), reference=_expand_dims_reference,
+                  operands=("x",), linear=(("x",),), aliases=("unsqueeze",)))
+
+
 # ----------------------------------------------------------------- squeeze
 def _squeeze_infer_meta(x: Any, *, axes: tuple[int, ...]) -> ShapedArray:
     bad = [a for a in axes if x.shape[a] != 1]
@@ -191,9 +234,12 @@ def _squeeze_infer_meta(x: Any, *, axes: tuple[int, ...]) -> ShapedArray:
     return _aval_like("squeeze", x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
+def _squeeze_impl(x: Array, *, axes: tuple[int, ...]) -> Array:
+    return lax.squeeze(x, axes)
+
+
 squeeze_p = define_primitive("squeeze", family=FAMILY, operands=("x",), params=("axes",),
-                             infer_meta=_squeeze_infer_meta,
-                             impl=lambda x, *, axes: lax.squeeze(x, axes))
+                             infer_meta=_squeeze_infer_meta, impl=_squeeze_impl)
 
 
 def squeeze(x: ArrayLike, *, axis: int | Sequence[int] | None = None) -> Array:
@@ -207,16 +253,9 @@ def squeeze(x: ArrayLike, *, axis: int | Sequence[int] | None = None) -> Array:
     return squeeze_p.bind(x, axes=axes)
 
 
-_LIN = (("x",),)
-register_op(OpDef("reshape", FAMILY, reshape, (reshape_p,), jnp.reshape, ("x",), linear=_LIN))
-register_op(OpDef("transpose", FAMILY, transpose, (transpose_p,), jnp.transpose, ("x",),
-                  linear=_LIN, aliases=("permute",)))
-register_op(OpDef("broadcast_in_dim", FAMILY, broadcast_in_dim, (broadcast_in_dim_p,),
-                  lax.broadcast_in_dim, ("x",), linear=_LIN))
-register_op(OpDef("broadcast_to", FAMILY, broadcast_to, (broadcast_to_p,), jnp.broadcast_to,
-                  ("x",), linear=_LIN))
-register_op(OpDef("expand_dims", FAMILY, expand_dims, (expand_dims_p,),
-                  lambda x, *, axis: jnp.expand_dims(x, axis), ("x",), linear=_LIN,
-                  aliases=("unsqueeze",)))
-register_op(OpDef("squeeze", FAMILY, squeeze, (squeeze_p,),
-                  lambda x, *, axis=None: jnp.squeeze(x, axis), ("x",), linear=_LIN))
+def _squeeze_reference(x: ArrayLike, *, axis: int | Sequence[int] | None = None) -> Array:
+    return jnp.squeeze(x, axis)
+
+
+register_op(OpDef(name="squeeze", family=FAMILY, fn=squeeze, primitives=(squeeze_p,),
+                  reference=_squeeze_reference, operands=("x",), linear=(("x",),)))

@@ -6,6 +6,12 @@ Both work in float32 for 16-bit input and return the input's dtype. A row
 whose entries are all ``-inf`` has no distribution: softmax gives 0 there and
 log_softmax ``-inf``, with finite derivatives (0 for softmax, the tangent
 itself for log_softmax), in every mode.
+
+The tangent maps and backwards are written once, in gradrules ops
+(``softmax_tangent``, ``log_softmax_tangent``, ``log_softmax_cotangent``):
+that composition is their XLA lowering and the function their JVP rules
+differentiate. The forwards are lowered from plain jax.numpy with the
+library's one stable log-sum-exp (``_fused.log_sum_exp``).
 """
 
 from __future__ import annotations
@@ -15,58 +21,67 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from .._jax import aval_of
+from ..core.args import float_array
+from ..core.kernels import implementation
 from ..core.meta import normalize_axis
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from ._fused import float_array, kernel_param, matching_meta, upcast, xla_lowering
+from ._compose import cast
+from ._fused import acc_dtype, log_sum_exp, matching_meta, upcast
+from .arithmetic import multiply, subtract
+from .reduction import sum as gr_sum
+from .unary import exp
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
 FAMILY = "softmax"
-PARAMS = ("axis", "kernel")
-
-
-def row_shift(xf: Array, axis: int) -> Array:
-    """The max along ``axis`` (kept), 0 for a row that is all -inf: ``exp(xf -
-    shift)`` cannot overflow."""
-    m = jnp.max(xf, axis, keepdims=True)
-    return jnp.where(jnp.isfinite(m), m, 0.0)
-
-
-def log_normalizer(xf: Array, axis: int) -> Array:
-    """log sum exp along ``axis`` (kept), 0 for a row that is all -inf."""
-    m = row_shift(xf, axis)
-    s = jnp.sum(jnp.exp(xf - m), axis, keepdims=True)
-    return jnp.where(s > 0, m + jnp.log(jnp.where(s > 0, s, 1.0)), 0.0)
-
-
-# ---------------------------------------------------------------- softmax
-def _softmax_impl(x: Array, *, axis: int) -> Array:
-    xf = upcast(x)
-    return jnp.exp(xf - log_normalizer(xf, axis)).astype(x.dtype)
-
-
-def _softmax_tangent_impl(y: Array, t: Array, *, axis: int) -> Array:
-    """y * (t - sum(y * t)): the Jacobian of softmax is symmetric, so this is
-    both the tangent map and the backward."""
-    yf, tf = upcast(y), upcast(t)
-    return (yf * (tf - jnp.sum(yf * tf, axis, keepdims=True))).astype(y.dtype)
-
-
-softmax_p = define_primitive("softmax", family=FAMILY, operands=("x",), params=PARAMS,
-                             infer_meta=matching_meta("softmax", ("x",)),
-                             impl=xla_lowering("softmax", _softmax_impl))
-softmax_jvp_p = define_primitive("softmax_jvp", family=FAMILY, operands=("y", "t"),
-                                 params=PARAMS, infer_meta=matching_meta("softmax_jvp", ("y", "t")),
-                                 impl=xla_lowering("softmax_jvp", _softmax_tangent_impl))
-softmax_vjp_p = define_primitive("softmax_vjp", family=FAMILY, operands=("y", "g"),
-                                 params=PARAMS, infer_meta=matching_meta("softmax_vjp", ("y", "g")),
-                                 impl=xla_lowering("softmax_vjp", _softmax_tangent_impl))
 
 
 def _row_args(op: str, x: Any, axis: Any) -> tuple[Any, dict[str, Any]]:
     x = float_array(op, "x", x)
-    return x, {"axis": normalize_axis(op, axis, jnp.ndim(x)), "kernel": kernel_param(op)}
+    return x, {"axis": normalize_axis(op, axis, jnp.ndim(x)), "implementation": implementation(op)}
+
+
+def _reference_parts(x: ArrayLike, axis: int) -> tuple[Array, Array, Any]:
+    """(x in float32 or wider, its log-sum-exp (0 for an all -inf row), x's
+    dtype): the plain jax.numpy reference's building blocks, written apart
+    from the lowerings on purpose (the checker's oracle)."""
+    x = jnp.asarray(x)
+    xf = x.astype(jnp.promote_types(x.dtype, jnp.float32))
+    m = jax.lax.stop_gradient(jnp.max(xf, axis, keepdims=True))
+    m = jnp.where(jnp.isfinite(m), m, 0.0)
+    s = jnp.sum(jnp.exp(xf - m), axis, keepdims=True)
+    return xf, jnp.where(s > 0, m + jnp.log(jnp.where(s > 0, s, 1.0)), 0.0), x.dtype
+
+
+# ---------------------------------------------------------------- softmax
+def _softmax_xla(x: Array, *, axis: int) -> Array:
+    xf = upcast(x)
+    return jnp.exp(xf - log_sum_exp(xf, axis)).astype(x.dtype)
+
+
+def softmax_tangent(y: Any, t: Any, *, axis: int) -> Any:
+    """``y * (t - sum(y t))`` along ``axis``, in float32 for 16-bit input:
+    softmax's tangent map and, its Jacobian ``diag(y) - y y^T`` being
+    symmetric, its backward too."""
+    dtype = aval_of(y).dtype
+    yf, tf = cast(y, acc_dtype(dtype)), cast(t, acc_dtype(dtype))
+    return cast(multiply(yf, subtract(tf, gr_sum(multiply(yf, tf), axis=axis, keepdims=True))),
+                dtype)
+
+
+softmax_p = define_primitive("softmax", family=FAMILY, operands=("x",), params=("axis",),
+                             infer_meta=matching_meta("softmax", ("x",)),
+                             implementations={"xla": _softmax_xla})
+softmax_jvp_p = define_primitive("softmax_jvp", family=FAMILY, operands=("y", "t"),
+                                 params=("axis",),
+                                 infer_meta=matching_meta("softmax_jvp", ("y", "t")),
+                                 implementations={"xla": softmax_tangent})
+softmax_vjp_p = define_primitive("softmax_vjp", family=FAMILY, operands=("y", "g"),
+                                 params=("axis",),
+                                 infer_meta=matching_meta("softmax_vjp", ("y", "g")),
+                                 implementations={"xla": softmax_tangent})
 
 
 def softmax(x: ArrayLike, *, axis: int = -1) -> Array:
@@ -81,49 +96,49 @@ def softmax(x: ArrayLike, *, axis: int = -1) -> Array:
     return softmax_p.bind(x, **params)
 
 
-def _reference_parts(x: ArrayLike, axis: int) -> tuple[Array, Array, Any]:
-    """(x in float32 or wider, its log-sum-exp (0 for an all -inf row), x's
-    dtype): the plain jax.numpy reference's building blocks."""
-    x = jnp.asarray(x)
-    xf = x.astype(jnp.promote_types(x.dtype, jnp.float32))
-    m = jax.lax.stop_gradient(jnp.max(xf, axis, keepdims=True))
-    m = jnp.where(jnp.isfinite(m), m, 0.0)
-    s = jnp.sum(jnp.exp(xf - m), axis, keepdims=True)
-    return xf, jnp.where(s > 0, m + jnp.log(jnp.where(s > 0, s, 1.0)), 0.0), x.dtype
-
-
 def _softmax_reference(x: ArrayLike, *, axis: int = -1) -> Array:
     xf, lse, dtype = _reference_parts(x, axis)
     return jnp.exp(xf - lse).astype(dtype)
 
 
+register_op(OpDef(name="softmax", family=FAMILY, fn=softmax,
+                  primitives=(softmax_p, softmax_jvp_p, softmax_vjp_p),
+                  reference=_softmax_reference, operands=("x",)))
+
+
 # ------------------------------------------------------------ log_softmax
-def _log_softmax_impl(x: Array, *, axis: int) -> Array:
+def _log_softmax_xla(x: Array, *, axis: int) -> Array:
     xf = upcast(x)
-    return (xf - log_normalizer(xf, axis)).astype(x.dtype)
+    return (xf - log_sum_exp(xf, axis)).astype(x.dtype)
 
 
-def _log_softmax_jvp_impl(logp: Array, t: Array, *, axis: int) -> Array:
-    lf, tf = upcast(logp), upcast(t)
-    return (tf - jnp.sum(jnp.exp(lf) * tf, axis, keepdims=True)).astype(t.dtype)
+def log_softmax_tangent(logp: Any, t: Any, *, axis: int) -> Any:
+    """``t - sum(exp(logp) t)`` along ``axis``: log_softmax's tangent map."""
+    dtype = aval_of(t).dtype
+    lf, tf = cast(logp, acc_dtype(dtype)), cast(t, acc_dtype(dtype))
+    return cast(subtract(tf, gr_sum(multiply(exp(lf), tf), axis=axis, keepdims=True)), dtype)
 
 
-def _log_softmax_vjp_impl(logp: Array, g: Array, *, axis: int) -> Array:
-    lf, gf = upcast(logp), upcast(g)
-    return (gf - jnp.exp(lf) * jnp.sum(gf, axis, keepdims=True)).astype(g.dtype)
+def log_softmax_cotangent(logp: Any, g: Any, *, axis: int) -> Any:
+    """``g - exp(logp) sum(g)`` along ``axis``: the transpose of the tangent
+    map, log_softmax's backward."""
+    dtype = aval_of(g).dtype
+    lf, gf = cast(logp, acc_dtype(dtype)), cast(g, acc_dtype(dtype))
+    return cast(subtract(gf, multiply(exp(lf), gr_sum(gf, axis=axis, keepdims=True))), dtype)
 
 
-log_softmax_p = define_primitive("log_softmax", family=FAMILY, operands=("x",), params=PARAMS,
+log_softmax_p = define_primitive("log_softmax", family=FAMILY, operands=("x",),
+                                 params=("axis",),
                                  infer_meta=matching_meta("log_softmax", ("x",)),
-                                 impl=xla_lowering("log_softmax", _log_softmax_impl))
-log_softmax_jvp_p = define_primitive(
-    "log_softmax_jvp", family=FAMILY, operands=("logp", "t"), params=PARAMS,
-    infer_meta=matching_meta("log_softmax_jvp", ("logp", "t")),
-    impl=xla_lowering("log_softmax_jvp", _log_softmax_jvp_impl))
-log_softmax_vjp_p = define_primitive(
-    "log_softmax_vjp", family=FAMILY, operands=("logp", "g"), params=PARAMS,
-    infer_meta=matching_meta("log_softmax_vjp", ("logp", "g")),
-    impl=xla_lowering("log_softmax_vjp", _log_softmax_vjp_impl))
+                                 implementations={"xla": _log_softmax_xla})
+log_softmax_jvp_p = define_primitive("log_softmax_jvp", family=FAMILY, operands=("logp", "t"),
+                                     params=("axis",),
+                                     infer_meta=matching_meta("log_softmax_jvp", ("logp", "t")),
+                                     implementations={"xla": log_softmax_tangent})
+log_softmax_vjp_p = define_primitive("log_softmax_vjp", family=FAMILY, operands=("logp", "g"),
+                                     params=("axis",),
+                                     infer_meta=matching_meta("log_softmax_vjp", ("logp", "g")),
+                                     implementations={"xla": log_softmax_cotangent})
 
 
 def log_softmax(x: ArrayLike, *, axis: int = -1) -> Array:
@@ -143,8 +158,6 @@ def _log_softmax_reference(x: ArrayLike, *, axis: int = -1) -> Array:
     return (xf - lse).astype(dtype)
 
 
-register_op(OpDef("softmax", FAMILY, softmax, (softmax_p, softmax_jvp_p, softmax_vjp_p),
-                  _softmax_reference, ("x",)))
-register_op(OpDef("log_softmax", FAMILY, log_softmax,
-                  (log_softmax_p, log_softmax_jvp_p, log_softmax_vjp_p),
-                  _log_softmax_reference, ("x",)))
+register_op(OpDef(name="log_softmax", family=FAMILY, fn=log_softmax,
+                  primitives=(log_softmax_p, log_softmax_jvp_p, log_softmax_vjp_p),
+                  reference=_log_softmax_reference, operands=("x",)))

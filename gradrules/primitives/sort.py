@@ -9,6 +9,7 @@ the first occurrence.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ ArrayLike = jax.typing.ArrayLike
 FAMILY = "sort"
 
 
-def index_dtype() -> np.dtype:
+def default_index_dtype() -> np.dtype:
     """jax.numpy's default integer dtype (int64 under x64, else int32)."""
     return np.dtype(jax.dtypes.canonicalize_dtype(np.int64))
 
@@ -44,17 +45,11 @@ def _axis_meta(op: str, x: Any, axis: int, length: int | None = None
     return shape, x.weak_type
 
 
-# ------------------------------------------------------------ sort / argsort
+# ------------------------------------------------------------------- sort
 def _sort_infer_meta(x: Any, *, axis: int, descending: bool, index_dtype: np.dtype
                      ) -> tuple[ShapedArray, ShapedArray]:
     shape, weak = _axis_meta("sort", x, axis)
     return ShapedArray(shape, x.dtype, weak_type=weak), ShapedArray(shape, index_dtype)
-
-
-def _argsort_infer_meta(x: Any, *, axis: int, descending: bool, index_dtype: np.dtype
-                        ) -> ShapedArray:
-    shape, _ = _axis_meta("argsort", x, axis)
-    return ShapedArray(shape, index_dtype)
 
 
 def _argsort_impl(x: Array, *, axis: int, descending: bool, index_dtype: np.dtype) -> Array:
@@ -71,13 +66,11 @@ def _sort_impl(x: Array, *, axis: int, descending: bool, index_dtype: np.dtype
 _SORT_PARAMS = ("axis", "descending", "index_dtype")
 sort_p = define_primitive("sort", family=FAMILY, operands=("x",), params=_SORT_PARAMS,
                           infer_meta=_sort_infer_meta, impl=_sort_impl, multiple_results=True)
-argsort_p = define_primitive("argsort", family=FAMILY, operands=("x",), params=_SORT_PARAMS,
-                             infer_meta=_argsort_infer_meta, impl=_argsort_impl)
 
 
 def _sort_args(op: str, x: Any, axis: Any, descending: Any) -> tuple[Any, dict]:
     x, axis = axis_args(op, x, axis, "numeric", descending=descending)
-    return x, {"axis": axis, "descending": descending, "index_dtype": index_dtype()}
+    return x, {"axis": axis, "descending": descending, "index_dtype": default_index_dtype()}
 
 
 def sort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> tuple[Array, Array]:
@@ -95,6 +88,27 @@ def sort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> tuple[Arr
     return values, indices
 
 
+def _sort_reference(x: ArrayLike, *, axis: int = -1, descending: bool = False
+                    ) -> tuple[Array, Array]:
+    return (jnp.sort(x, axis=axis, stable=True, descending=descending),
+            jnp.argsort(x, axis=axis, stable=True, descending=descending))
+
+
+register_op(OpDef(name="sort", family=FAMILY, fn=sort, primitives=(sort_p,),
+                  reference=_sort_reference, operands=("x",)))
+
+
+# ---------------------------------------------------------------- argsort
+def _argsort_infer_meta(x: Any, *, axis: int, descending: bool, index_dtype: np.dtype
+                        ) -> ShapedArray:
+    shape, _ = _axis_meta("argsort", x, axis)
+    return ShapedArray(shape, index_dtype)
+
+
+argsort_p = define_primitive("argsort", family=FAMILY, operands=("x",), params=_SORT_PARAMS,
+                             infer_meta=_argsort_infer_meta, impl=_argsort_impl)
+
+
 def argsort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> Array:
     """The indices that sort x along ``axis`` (stable), the second output of
     ``sort``. Not differentiable (integer output)."""
@@ -102,7 +116,15 @@ def argsort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> Array:
     return argsort_p.bind(x, **params)
 
 
-# ---------------------------------------------------------------------- topk
+def _argsort_reference(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> Array:
+    return jnp.argsort(x, axis=axis, stable=True, descending=descending)
+
+
+register_op(OpDef(name="argsort", family=FAMILY, fn=argsort, primitives=(argsort_p,),
+                  reference=_argsort_reference, operands=("x",)))
+
+
+# ------------------------------------------------------------------- topk
 def _topk_infer_meta(x: Any, *, k: int, axis: int, largest: bool, index_dtype: np.dtype
                      ) -> tuple[ShapedArray, ShapedArray]:
     shape, weak = _axis_meta("topk", x, axis, k)
@@ -145,63 +167,8 @@ def topk(x: ArrayLike, *, k: int, axis: int = -1, largest: bool = True
         raise ValueError(f"{op_name('topk')}: k={k} must be in [0, {n}], the size of axis "
                          f"{axis} of x with shape {np.shape(x)}")
     values, indices = topk_p.bind(x, k=int(k), axis=axis, largest=largest,
-                                  index_dtype=index_dtype())
+                                  index_dtype=default_index_dtype())
     return values, indices
-
-
-# ------------------------------------------------------------ argmax / argmin
-def _arg_extremum_impl(fn: Any) -> Any:
-    def impl(x: Array, *, axes: tuple[int, ...], keepdims: bool, index_dtype: np.dtype
-             ) -> Array:
-        """The flat (row-major) index over the reduced axes, moved last and merged."""
-        kept = [i for i in range(x.ndim) if i not in axes]
-        xt = jnp.transpose(x, kept + list(axes)).reshape([x.shape[i] for i in kept] + [-1])
-        idx = fn(xt, axis=-1).astype(index_dtype)
-        return idx.reshape(reduced_shape(x.shape, axes, keepdims))
-    impl.__name__ = f"_{fn.__name__}_impl"
-    return impl
-
-
-_ARG_PARAMS = ("axes", "keepdims", "index_dtype")
-argmax_p = define_primitive(
-    "argmax", family=FAMILY, operands=("x",), params=_ARG_PARAMS,
-    infer_meta=reduction_meta("argmax", "numeric", dtype_param="index_dtype", nonempty=True),
-    impl=_arg_extremum_impl(jnp.argmax))
-argmin_p = define_primitive(
-    "argmin", family=FAMILY, operands=("x",), params=_ARG_PARAMS,
-    infer_meta=reduction_meta("argmin", "numeric", dtype_param="index_dtype", nonempty=True),
-    impl=_arg_extremum_impl(jnp.argmin))
-
-
-def _arg_extremum(prim: Primitive, x: Any, axis: Any, keepdims: bool) -> Array:
-    op = prim.name
-    if axis is not None and (isinstance(axis, bool) or not isinstance(axis, (int, np.integer))):
-        raise TypeError(f"{op_name(op)}: axis must be None or an int, got {axis!r}")
-    x, params = reduction_args(op, x, axis, keepdims, "numeric")
-    return prim.bind(x, **params, index_dtype=index_dtype())
-
-
-def argmax(x: ArrayLike, *, axis: int | None = None, keepdims: bool = False) -> Array:
-    """Index of the maximum along ``axis`` (of the flattened array when
-    ``axis`` is None), the first one among ties. Not differentiable."""
-    return _arg_extremum(argmax_p, x, axis, keepdims)
-
-
-def argmin(x: ArrayLike, *, axis: int | None = None, keepdims: bool = False) -> Array:
-    """Index of the minimum along ``axis`` (of the flattened array when
-    ``axis`` is None), the first one among ties. Not differentiable."""
-    return _arg_extremum(argmin_p, x, axis, keepdims)
-
-
-# ---------------------------------------------------------------- references
-def _sort_reference(x: ArrayLike, *, axis: int = -1, descending: bool = False
-                    ) -> tuple[Array, Array]:
-    return (jnp.sort(x, axis=axis, stable=True, descending=descending),
-            jnp.argsort(x, axis=axis, stable=True, descending=descending))
-
-
-def _argsort_reference(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> Array:
-    return jnp.argsort(x, axis=axis, stable=True, descending=descending)
 
 
 def _topk_reference(x: ArrayLike, *, k: int, axis: int = -1, largest: bool = True
@@ -212,15 +179,65 @@ def _topk_reference(x: ArrayLike, *, k: int, axis: int = -1, largest: bool = Tru
     return jnp.moveaxis(values, -1, axis), jnp.moveaxis(idx, -1, axis)
 
 
-def _arg_reference(fn: Any) -> Any:
-    def reference(x: ArrayLike, *, axis: int | None = None, keepdims: bool = False) -> Array:
-        return fn(x, axis=axis, keepdims=keepdims)
-    reference.__name__ = f"reference_{fn.__name__}"
-    return reference
+register_op(OpDef(name="topk", family=FAMILY, fn=topk, primitives=(topk_p,),
+                  reference=_topk_reference, operands=("x",)))
 
 
-register_op(OpDef("sort", FAMILY, sort, (sort_p,), _sort_reference, ("x",)))
-register_op(OpDef("argsort", FAMILY, argsort, (argsort_p,), _argsort_reference, ("x",)))
-register_op(OpDef("topk", FAMILY, topk, (topk_p,), _topk_reference, ("x",)))
-register_op(OpDef("argmax", FAMILY, argmax, (argmax_p,), _arg_reference(jnp.argmax), ("x",)))
-register_op(OpDef("argmin", FAMILY, argmin, (argmin_p,), _arg_reference(jnp.argmin), ("x",)))
+# ------------------------------------------------------------ argmax / argmin
+def _arg_extremum_impl(fn: Any, x: Array, *, axes: tuple[int, ...], keepdims: bool,
+                       index_dtype: np.dtype) -> Array:
+    """``fn`` (jnp.argmax or jnp.argmin) over the reduced axes, moved last and
+    merged: the flat (row-major) index over them."""
+    kept = [i for i in range(x.ndim) if i not in axes]
+    xt = jnp.transpose(x, kept + list(axes)).reshape([x.shape[i] for i in kept] + [-1])
+    idx = fn(xt, axis=-1).astype(index_dtype)
+    return idx.reshape(reduced_shape(x.shape, axes, keepdims))
+
+
+def _arg_extremum(prim: Primitive, x: Any, axis: Any, keepdims: bool) -> Array:
+    op = prim.name
+    if axis is not None and (isinstance(axis, bool) or not isinstance(axis, (int, np.integer))):
+        raise TypeError(f"{op_name(op)}: axis must be None or an int, got {axis!r}")
+    x, params = reduction_args(op, x, axis, keepdims, "numeric")
+    return prim.bind(x, **params, index_dtype=default_index_dtype())
+
+
+def _arg_reference(fn: Any, x: ArrayLike, *, axis: int | None = None, keepdims: bool = False
+                   ) -> Array:
+    """The reference: ``fn`` (jnp.argmax or jnp.argmin) itself."""
+    return fn(x, axis=axis, keepdims=keepdims)
+
+
+def _arg_extremum_primitive(name: str, fn: Any) -> Primitive:
+    """The primitive of argmax / argmin (``fn``): a reduction over ``axes``
+    to ``index_dtype``, with no identity (a size-0 axis is an error)."""
+    return define_primitive(
+        name, family=FAMILY, operands=("x",), params=("axes", "keepdims", "index_dtype"),
+        infer_meta=reduction_meta(name, "numeric", dtype_param="index_dtype", nonempty=True),
+        impl=partial(_arg_extremum_impl, fn))
+
+
+argmax_p = _arg_extremum_primitive("argmax", jnp.argmax)
+
+
+def argmax(x: ArrayLike, *, axis: int | None = None, keepdims: bool = False) -> Array:
+    """Index of the maximum along ``axis`` (of the flattened array when
+    ``axis`` is None), the first one among ties. Not differentiable."""
+    return _arg_extremum(argmax_p, x, axis, keepdims)
+
+
+register_op(OpDef(name="argmax", family=FAMILY, fn=argmax, primitives=(argmax_p,),
+                  reference=partial(_arg_reference, jnp.argmax), operands=("x",)))
+
+
+argmin_p = _arg_extremum_primitive("argmin", jnp.argmin)
+
+
+def argmin(x: ArrayLike, *, axis: int | None = None, keepdims: bool = False) -> Array:
+    """Index of the minimum along ``axis`` (of the flattened array when
+    ``axis`` is None), the first one among ties. Not differentiable."""
+    return _arg_extremum(argmin_p, x, axis, keepdims)
+
+
+register_op(OpDef(name="argmin", family=FAMILY, fn=argmin, primitives=(argmin_p,),
+                  reference=partial(_arg_reference, jnp.argmin), operands=("x",)))

@@ -19,9 +19,10 @@ import jax.scipy.special as jsp
 from jax import lax
 
 from .._jax import Primitive
-from ..core.meta import int_param
+from ..core.args import int_param
 from ..core.registry import OpDef, register_op
-from ._elementwise import define_elementwise, elementwise_primitive, promote
+from ._elementwise import define_elementwise, elementwise_primitive
+from .convert import promote
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -94,5 +95,5 @@ def _polygamma_reference(n: int, x: ArrayLike) -> Array:
     return jsp.polygamma(n, jnp.asarray(x))
 
 
-register_op(OpDef("polygamma", FAMILY, polygamma, (polygamma_p,), _polygamma_reference,
-                  ("x",)))
+register_op(OpDef(name="polygamma", family=FAMILY, fn=polygamma, primitives=(polygamma_p,),
+                  reference=_polygamma_reference, operands=("x",)))

@@ -18,6 +18,7 @@ from .._jax import Primitive
 from ._elementwise import define_elementwise
 
 Array = jax.Array
+ArrayLike = jax.typing.ArrayLike
 FAMILY = "unary"
 
 _unary: Callable[..., tuple[Primitive, Callable[..., Array]]] = partial(define_elementwise,
@@ -38,8 +39,15 @@ log2_p, log2 = _unary("log2", jnp.log2, "log base 2. d/dx = 1 / (x log 2).")
 log10_p, log10 = _unary("log10", jnp.log10, "log base 10. d/dx = 1 / (x log 10).")
 log1p_p, log1p = _unary("log1p", jnp.log1p, "log(1 + x), accurate near 0. d/dx = 1 / (1 + x).")
 sqrt_p, sqrt = _unary("sqrt", jnp.sqrt, "x**0.5. d/dx = 0.5 / sqrt(x).")
+
+
+def _rsqrt_reference(x: ArrayLike) -> Array:
+    return 1 / jnp.sqrt(x)
+
+
 rsqrt_p, rsqrt = _unary("rsqrt", lax.rsqrt, "x**-0.5. d/dx = -0.5 * rsqrt(x) / x.",
-                        reference=lambda x: 1 / jnp.sqrt(x))
+                        reference=_rsqrt_reference)
+
 reciprocal_p, reciprocal = _unary("reciprocal", jnp.reciprocal, "1 / x. d/dx = -1 / x**2.")
 square_p, square = _unary("square", jnp.square, "x**2. d/dx = 2 x.", kind="numeric")
 sin_p, sin = _unary("sin", jnp.sin, "sin x. d/dx = cos x.")

@@ -1,20 +1,19 @@
 """Building blocks shared by the rules of every family.
 
-* JVPs: ``chain_rule(*partials)`` (elementwise ops from named partial
-  derivatives, ``t_out = sum_i t_i * d_i(*primals, out, **params)``),
-  ``register_elementwise_rules``, ``linear_jvp`` / ``linear_jvp_in`` (bind
-  the primitive on the tangents of the operands it is linear in),
-  ``multilinear_jvp`` (one tangent at a time), ``selection_jvp`` (values
-  picked by indices).
-* Transposes: ``unbroadcast`` (the transpose of numpy broadcasting).
+* JVPs: ``chain_rule(prim, *partials)`` (elementwise ops from named partial
+  derivatives, ``t_out = sum_i t_i * d_i(*primals, out, **params)``) and
+  ``elementwise_rules`` / ``marker_rules`` (the three rules of such an op,
+  for one ``register_rules`` call), ``linear_jvp`` (bind the primitive on the
+  tangents of the operands it is declared linear in), ``multilinear_jvp``
+  (one tangent at a time), ``selection_jvp`` (values picked by indices).
+* Tangents: ``instantiate`` (a symbolic zero as zeros), ``add_tangents``.
 * Batching: ``broadcasting_batch`` (elementwise), ``unary_batch``,
   ``front_batch`` / ``shifted_front_batch`` (batch axes to the front, bind
   once), ``reshape_axis_into`` / ``reshape_axis_out_of`` (fold a batch axis
   into another axis and back).
-* Arrays: ``zeros``, ``full``, ``indicator``, ``instantiate``.
 
 All of them are written with gradrules primitives, so the jaxprs they produce
-stay inside the catalog.
+stay inside the catalog (array helpers: ``primitives._compose``).
 """
 
 from __future__ import annotations
@@ -26,23 +25,17 @@ from typing import Any
 import numpy as np
 
 from .. import _jax
-from .._jax import Primitive, aval_of, is_zero
-from ..core.primitive import register_rules
+from .._jax import BatchDim, BatchResult, JvpResult, Primitive, Tangent, aval_of, is_zero
 from ..core.registry import NOT_LINEAR, PRIMITIVES
-from ..primitives.convert import convert_element_type
-from ..primitives.reduction import sum_p
+from ..primitives._compose import zeros
+from ..primitives.arithmetic import add, multiply
 from ..primitives.shape import (broadcast_to_p, expand_dims_p, moveaxis, reshape_p,
                                 transpose_p)
 
 Partial = Callable[..., Any]
 
 
-def zeros(shape: Sequence[int], dtype: Any) -> Any:
-    """An array of zeros made of catalog primitives (a broadcast literal)."""
-    return full(shape, 0, dtype)
-
-
-def instantiate(t: Any, like: Any) -> Any:
+def instantiate(t: Tangent, like: Any) -> Any:
     """A symbolic zero as an array of zeros shaped like ``like``."""
     if is_zero(t):
         aval = aval_of(like)
@@ -50,8 +43,7 @@ def instantiate(t: Any, like: Any) -> Any:
     return t
 
 
-def add_tangents(a: Any, b: Any) -> Any:
-    from ..primitives.arithmetic import add
+def add_tangents(a: Tangent, b: Tangent) -> Tangent:
     if is_zero(a):
         return b
     if is_zero(b):
@@ -74,10 +66,9 @@ def chain_rule(prim: Primitive, *partials: Partial | None) -> Callable[..., Any]
     """
     names = ", ".join(getattr(p, "__name__", "None") for p in partials)
 
-    def jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any) -> Any:
-        from ..primitives.arithmetic import multiply
+    def jvp(primals: Sequence[Any], tangents: Sequence[Tangent], **params: Any) -> JvpResult:
         out = prim.bind(*primals, **params)
-        t_out: Any = _jax.zero_tangent(out)
+        t_out: Tangent = _jax.zero_tangent(out)
         for d, t in zip(partials, tangents):
             if d is None or is_zero(t):
                 continue
@@ -87,18 +78,60 @@ def chain_rule(prim: Primitive, *partials: Partial | None) -> Callable[..., Any]
         return out, t_out
 
     jvp.__name__ = f"chain_rule({names})"
-    jvp.partials = partials  # type: ignore[attr-defined]
+    jvp.parts = tuple(p for p in partials if p is not None)  # type: ignore[attr-defined]
     return jvp
 
 
-def linear_jvp(prim: Primitive, primals: Sequence[Any], tangents: Sequence[Any],
-               **params: Any) -> Any:
-    """JVP of a primitive linear in every operand: bind it on the tangents."""
-    return linear_jvp_in(prim, range(len(primals)), primals, tangents, **params)
+def elementwise_batch(prim: Primitive) -> Callable[..., BatchResult]:
+    """The batching rule of an elementwise primitive: ``unary_batch`` (one
+    operand) or ``broadcasting_batch`` (several, numpy broadcasting)."""
+    n = len(PRIMITIVES[prim].operands)
+    return partial(unary_batch if n == 1 else broadcasting_batch, prim)
+
+
+def elementwise_rules(prim: Primitive, *partials: Partial | None) -> dict[str, Any]:
+    """The rules of a nonlinear elementwise primitive, for ``register_rules(prim,
+    **elementwise_rules(prim, _d_x, _d_y))``: ``jvp=chain_rule(prim, *partials)``
+    (one partial derivative per operand, in operand order; ``None``: the
+    operand takes no tangent), ``transpose=NOT_LINEAR`` and
+    ``elementwise_batch``."""
+    n = len(PRIMITIVES[prim].operands)
+    if len(partials) != n:
+        raise TypeError(f"elementwise_rules({prim.name}): {len(partials)} partials "
+                        f"for {n} operands")
+    return dict(jvp=chain_rule(prim, *partials), transpose=NOT_LINEAR,
+                batch=elementwise_batch(prim))
+
+
+def marker_rules(prim: Primitive, jvp: str) -> dict[str, Any]:
+    """The rules of an elementwise primitive whose JVP is a marker
+    (``NOT_DIFFERENTIABLE``: comparisons, predicates, logical and bitwise ops;
+    ``ZERO_DERIVATIVE``: rounding, sign), for ``register_rules(prim,
+    **marker_rules(prim, NOT_DIFFERENTIABLE))``: ``transpose=NOT_LINEAR`` and
+    ``elementwise_batch``."""
+    return dict(jvp=jvp, transpose=NOT_LINEAR, batch=elementwise_batch(prim))
+
+
+def linear_jvp(prim: Primitive, primals: Sequence[Any], tangents: Sequence[Tangent],
+               **params: Any) -> JvpResult:
+    """JVP of a primitive linear in the operands its ``register_rules(...,
+    linear=...)`` names (jointly; the others, e.g. integer indices, take no
+    tangent): bind it on their tangents (zeros where symbolic) with the other
+    operands' primal values. All of them symbolic zeros: a symbolic-zero
+    result."""
+    info = PRIMITIVES[prim]
+    positions = set(info.positions(info.linear, len(primals)))
+    out = prim.bind(*primals, **params)
+    if all(is_zero(tangents[i]) for i in positions):
+        if prim.multiple_results:
+            return out, [_jax.zero_tangent(o) for o in out]
+        return out, _jax.zero_tangent(out)
+    args = [instantiate(tangents[i], p) if i in positions else p for i, p in enumerate(primals)]
+    return out, prim.bind(*args, **params)
 
 
 def selection_jvp(prim: Primitive, gather: Callable[..., Any], primals: Sequence[Any],
-                  tangents: Sequence[Any], **params: Any) -> Any:
+                  tangents: Sequence[Tangent], **params: Any) -> JvpResult:
     """JVP of a one-operand primitive ``(values, indices) = prim(x)`` whose
     values are elements of x picked by the indices (sort, topk, max_pool2d):
     ``t_values = gather(t_x, indices, **params)``, a gather linear in ``t_x``
@@ -110,23 +143,7 @@ def selection_jvp(prim: Primitive, gather: Callable[..., Any], primals: Sequence
     return [values, indices], [t_values, _jax.zero_tangent(indices)]
 
 
-def unbroadcast(ct: Any, aval: Any) -> Any:
-    """Transpose of numpy broadcasting to ``ct``'s shape: sum the copies."""
-    shape = tuple(aval.shape)
-    ct_shape = tuple(np.shape(ct))
-    if ct_shape == shape:
-        return ct
-    lead = len(ct_shape) - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(shape) if d == 1 and ct_shape[lead + i] != 1)
-    if axes:
-        ct = sum_p.bind(ct, axes=axes, keepdims=False)
-    if tuple(np.shape(ct)) != shape:
-        ct = reshape_p.bind(ct, new_sizes=shape)
-    return ct
-
-
-def bdim_to_front(x: Any, d: int | None, size: int | None = None) -> Any:
+def bdim_to_front(x: Any, d: BatchDim, size: int | None = None) -> Any:
     """Move the batch axis to the front; an unbatched operand is broadcast
     along a new front axis when ``size`` is given."""
     if d is None:
@@ -136,12 +153,12 @@ def bdim_to_front(x: Any, d: int | None, size: int | None = None) -> Any:
     return moveaxis(x, d, 0)
 
 
-def batch_size(args: Sequence[Any], dims: Sequence[int | None]) -> int:
+def batch_size(args: Sequence[Any], dims: Sequence[BatchDim]) -> int:
     return next(np.shape(a)[d] for a, d in zip(args, dims) if d is not None)
 
 
-def broadcasting_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None],
-                       **params: Any) -> tuple[Any, int]:
+def broadcasting_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim],
+                       **params: Any) -> BatchResult:
     """Batching of an elementwise primitive with numpy broadcasting.
 
     Batched operands get the batch axis in front and size-1 axes after it up
@@ -162,21 +179,21 @@ def broadcasting_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[int 
     return prim.bind(*moved, **params), 0
 
 
-def unary_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None],
-                **params: Any) -> tuple[Any, int | None]:
+def unary_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim],
+                **params: Any) -> BatchResult:
     """Batching of a primitive that acts on each element (or keeps the axes
     of its single operand in place): the batch axis passes through."""
     (x,), (d,) = args, dims
     return prim.bind(x, **params), d
 
 
-def multilinear_jvp(prim: Primitive, primals: Sequence[Any], tangents: Sequence[Any],
-                    **params: Any) -> Any:
+def multilinear_jvp(prim: Primitive, primals: Sequence[Any], tangents: Sequence[Tangent],
+                    **params: Any) -> JvpResult:
     """The JVP of a primitive linear in each operand separately (matmul,
     einsum, convolution): t_out = sum_i prim(..., t_i, ...), the primitive
     with one tangent in place."""
     out = prim.bind(*primals, **params)
-    t: Any = _jax.zero_tangent(out)
+    t: Tangent = _jax.zero_tangent(out)
     for i, ti in enumerate(tangents):
         if is_zero(ti):
             continue
@@ -186,14 +203,14 @@ def multilinear_jvp(prim: Primitive, primals: Sequence[Any], tangents: Sequence[
     return out, t
 
 
-def to_front(args: Sequence[Any], dims: Sequence[int | None]) -> list[Any]:
+def to_front(args: Sequence[Any], dims: Sequence[BatchDim]) -> list[Any]:
     """Batch axes to the front; unbatched operands broadcast along a new one."""
     size = batch_size(args, dims)
     return [bdim_to_front(a, d, size) for a, d in zip(args, dims)]
 
 
 def shifted_front_batch(prim: Primitive, shift: tuple[str, ...], args: Sequence[Any],
-                        dims: Sequence[int | None], **params: Any) -> tuple[Any, Any]:
+                        dims: Sequence[BatchDim], **params: Any) -> BatchResult:
     """Batching of a primitive whose operands share their leading axes: all
     batch axes to the front (unbatched operands broadcast), the integer params
     named in ``shift`` (axis numbers) moved up by one, bound once."""
@@ -202,8 +219,8 @@ def shifted_front_batch(prim: Primitive, shift: tuple[str, ...], args: Sequence[
     return out, ([0] * len(out) if prim.multiple_results else 0)
 
 
-def front_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None],
-                **params: Any) -> tuple[Any, Any]:
+def front_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim],
+                **params: Any) -> BatchResult:
     """``shifted_front_batch`` with no axis params: leading axes map through."""
     return shifted_front_batch(prim, (), args, dims, **params)
 
@@ -228,52 +245,3 @@ def reshape_axis_out_of(src: int, size1: int, x: Any, size2: int | None = None) 
     shape[src:src + 1] = [size1, shape[src] // size1 if size2 is None else size2]
     return reshape_p.bind(x, new_sizes=tuple(shape))
 
-
-def linear_jvp_in(prim: Primitive, positions: Sequence[int], primals: Sequence[Any],
-                  tangents: Sequence[Any], **params: Any) -> Any:
-    """JVP of a primitive linear in the operands at ``positions`` jointly (the
-    others, e.g. integer indices, take no tangent): bind it on their tangents
-    (zeros where symbolic) with the other operands' primal values. All of
-    them symbolic zeros: a symbolic-zero result."""
-    out = prim.bind(*primals, **params)
-    if all(is_zero(tangents[i]) for i in positions):
-        if prim.multiple_results:
-            return out, [_jax.zero_tangent(o) for o in out]
-        return out, _jax.zero_tangent(out)
-    args = [instantiate(tangents[i], p) if i in positions else p for i, p in enumerate(primals)]
-    return out, prim.bind(*args, **params)
-
-
-def full(shape: Sequence[int], value: Any, dtype: Any) -> Any:
-    """An array filled with ``value`` made of catalog primitives (a broadcast
-    literal)."""
-    shape = tuple(shape)
-    v = np.asarray(value, dtype)
-    return broadcast_to_p.bind(v, shape=shape) if shape else v
-
-
-def indicator(mask: Any, like: Any) -> Any:
-    """A bool mask as 1 / 0 in the dtype of ``like`` (a convert_element_type)."""
-    return convert_element_type(mask, dtype=aval_of(like).dtype)
-
-
-def register_elementwise_rules(partials: dict[Primitive, Partial | Sequence[Partial | None]]
-                               ) -> None:
-    """Register the rules of nonlinear elementwise primitives from their
-    partial derivatives: ``jvp=chain_rule(prim, *partials)``,
-    ``transpose=NOT_LINEAR`` and ``batch=unary_batch`` (one operand) or
-    ``broadcasting_batch`` (several, numpy broadcasting).
-
-    ``partials`` maps each primitive to its partial derivative (one operand)
-    or to a sequence with one per operand, in operand order (``None``: the
-    operand takes no tangent); each is called as ``d(*primals, out, **params)``.
-    """
-    for prim, ds in partials.items():
-        ds = tuple(ds) if isinstance(ds, Sequence) else (ds,)
-        n = len(PRIMITIVES[prim].operands)
-        if len(ds) != n:
-            raise TypeError(f"register_elementwise_rules({prim.name}): {len(ds)} partials "
-                            f"for {n} operands")
-        batch = unary_batch if n == 1 else broadcasting_batch
-        register_rules(prim, jvp=chain_rule(prim, *ds), transpose=NOT_LINEAR,
-                       batch=partial(batch, prim))

@@ -18,32 +18,36 @@ from typing import Any
 import numpy as np
 
 from .._jax import aval_of
+from ..core.primitive import register_rules
 from ..primitives import activation as a
+from ..primitives._compose import indicator
 from ..primitives.arithmetic import add, multiply
 from ..primitives.compare import ge, gt, le, lt, where
 from ..primitives.logical import logical_and
 from ..primitives.special import erfc
 from ..primitives.unary import abs, exp, neg, square
-from ._common import indicator, register_elementwise_rules
-
-_GELU_A = 0.044715
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-# |x| beyond which gelu' is exactly 0 or 1 in float64 (Phi(-40) and
-# sigmoid(-2 u(25)) are below the smallest subnormal)
-_GELU_EXACT_LIMIT = 40.0
-_GELU_TANH_LIMIT = 25.0
+from ._common import elementwise_rules
 
 
 def _sigmoid_dx(x: Any, out: Any) -> Any:
     return multiply(out, a.sigmoid(neg(x)))
 
 
+register_rules(a.sigmoid_p, **elementwise_rules(a.sigmoid_p, _sigmoid_dx))
+
+
 def _log_sigmoid_dx(x: Any, out: Any) -> Any:
     return a.sigmoid(neg(x))
 
 
+register_rules(a.log_sigmoid_p, **elementwise_rules(a.log_sigmoid_p, _log_sigmoid_dx))
+
+
 def _relu_dx(x: Any, out: Any) -> Any:
     return indicator(gt(x, 0), x)                     # relu'(0) = 0
+
+
+register_rules(a.relu_p, **elementwise_rules(a.relu_p, _relu_dx))
 
 
 def _leaky_relu_dx(x: Any, out: Any, *, negative_slope: float) -> Any:
@@ -51,8 +55,14 @@ def _leaky_relu_dx(x: Any, out: Any, *, negative_slope: float) -> Any:
     return where(gt(x, 0.0), np.ones((), dtype), np.asarray(negative_slope, dtype))
 
 
+register_rules(a.leaky_relu_p, **elementwise_rules(a.leaky_relu_p, _leaky_relu_dx))
+
+
 def _hardtanh_dx(x: Any, out: Any, *, min_val: float, max_val: float) -> Any:
     return indicator(logical_and(gt(x, min_val), lt(x, max_val)), x)    # 0 at the bounds
+
+
+register_rules(a.hardtanh_p, **elementwise_rules(a.hardtanh_p, _hardtanh_dx))
 
 
 def _hardswish_dx(x: Any, out: Any) -> Any:
@@ -60,8 +70,23 @@ def _hardswish_dx(x: Any, out: Any) -> Any:
     return where(le(x, -3.0), 0.0, where(ge(x, 3.0), 1.0, inside))
 
 
+register_rules(a.hardswish_p, **elementwise_rules(a.hardswish_p, _hardswish_dx))
+
+
 def _silu_dx(x: Any, out: Any) -> Any:
-    return multiply(a.sigmoid(x), add(multiply(x, a.sigmoid(neg(x))), 1.0))
+    return a.silu_slope(x, a.sigmoid(x))
+
+
+register_rules(a.silu_p, **elementwise_rules(a.silu_p, _silu_dx))
+
+
+# gelu ----------------------------------------------------------------------
+_GELU_A = 0.044715
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+# |x| beyond which gelu' is exactly 0 or 1 in float64 (Phi(-40) and
+# sigmoid(-2 u(25)) are below the smallest subnormal)
+_GELU_EXACT_LIMIT = 40.0
+_GELU_TANH_LIMIT = 25.0
 
 
 def _gelu_exact_formula(x: Any) -> Any:
@@ -99,9 +124,15 @@ def _gelu_dx(x: Any, out: Any, *, approximate: bool) -> Any:
     return _saturated(x, _GELU_EXACT_LIMIT, _gelu_exact_formula)
 
 
+register_rules(a.gelu_p, **elementwise_rules(a.gelu_p, _gelu_dx))
+
+
 def _softplus_dx(x: Any, out: Any, *, beta: float, threshold: float) -> Any:
     bx = multiply(x, beta)                            # 1 where out = x
     return where(gt(bx, threshold), 1.0, a.sigmoid(bx))
+
+
+register_rules(a.softplus_p, **elementwise_rules(a.softplus_p, _softplus_dx))
 
 
 def _clamp_dx(x: Any, out: Any, *, min: float | None, max: float | None) -> Any:  # noqa: A002
@@ -114,9 +145,4 @@ def _clamp_dx(x: Any, out: Any, *, min: float | None, max: float | None) -> Any:
     return indicator(masks[0] if len(masks) == 1 else logical_and(*masks), x)
 
 
-_PARTIALS = {
-    a.sigmoid_p: _sigmoid_dx, a.log_sigmoid_p: _log_sigmoid_dx, a.relu_p: _relu_dx,
-    a.leaky_relu_p: _leaky_relu_dx, a.hardtanh_p: _hardtanh_dx, a.hardswish_p: _hardswish_dx,
-    a.silu_p: _silu_dx, a.gelu_p: _gelu_dx, a.softplus_p: _softplus_dx, a.clamp_p: _clamp_dx,
-}
-register_elementwise_rules(_PARTIALS)
+register_rules(a.clamp_p, **elementwise_rules(a.clamp_p, _clamp_dx))

@@ -2,20 +2,23 @@
 
 Linear pieces (add, subtract, the x-operand of divide, scale, ...) transpose
 to catalog ops summed over the broadcast axes; the nonlinear ones get their
-JVP from ``chain_rule`` (``register_elementwise_rules``) with the named
-partial derivatives below.
+JVP from ``chain_rule`` (``elementwise_rules``) with the named partial
+derivatives below.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 
 from .. import _jax
-from .._jax import is_undefined_primal, is_zero
+from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
+                    Tangent, is_undefined_primal, is_zero)
 from ..core.primitive import register_rules
+from ..primitives._compose import indicator, unbroadcast
 from ..primitives.arithmetic import (add, add_p, atan2_p, bias_add_p, div_scale_p, divide,
                                      divide_p, fmod_p, maximum_p, minimum_p, multiply,
                                      multiply_p, pow, pow_p, remainder_p, residual_add_p,
@@ -26,12 +29,12 @@ from ..primitives.rounding import floor, trunc
 from ..primitives.shape import moveaxis
 from ..primitives.unary import log, neg, square
 from ._common import (add_tangents, broadcast_like, broadcasting_batch, chain_rule,
-                      indicator, linear_jvp, register_elementwise_rules, unary_batch,
-                      unbroadcast)
+                      elementwise_rules, linear_jvp, unary_batch)
 
 
-# add / residual_add / subtract ---------------------------------------------
-def _sum_jvp(prim: Any, sign: float, primals: Any, tangents: Any) -> Any:
+# add (and residual_add, subtract) ----------------------------------------------
+def _sum_jvp(prim: Primitive, sign: float, primals: Sequence[Any],
+             tangents: Sequence[Tangent]) -> JvpResult:
     """t_out = t_x + sign * t_y (add, residual_add: +1; subtract: -1)."""
     out = prim.bind(*primals)
     tx, ty = tangents
@@ -41,7 +44,9 @@ def _sum_jvp(prim: Any, sign: float, primals: Any, tangents: Any) -> Any:
     return out, (_jax.zero_tangent(out) if is_zero(t) else broadcast_like(t, np.shape(out)))
 
 
-def _sum_transpose(sign: float, ct: Any, x: Any, y: Any) -> list[Any]:
+def _sum_transpose(sign: float, ct: Cotangent, x: MaybeUndefined,
+                   y: MaybeUndefined) -> list[Any]:
+    """(ct, sign * ct), each summed down to its operand's shape."""
     ct_x = unbroadcast(ct, x.aval) if is_undefined_primal(x) else None
     ct_y = None
     if is_undefined_primal(y):
@@ -49,9 +54,14 @@ def _sum_transpose(sign: float, ct: Any, x: Any, y: Any) -> list[Any]:
     return [ct_x, ct_y]
 
 
-for _p, _sign in ((add_p, 1.0), (residual_add_p, 1.0), (subtract_p, -1.0)):
-    register_rules(_p, jvp=partial(_sum_jvp, _p, _sign), transpose=partial(_sum_transpose, _sign),
-                   batch=partial(broadcasting_batch, _p))
+register_rules(add_p, jvp=partial(_sum_jvp, add_p, 1.0), transpose=partial(_sum_transpose, 1.0),
+               batch=partial(broadcasting_batch, add_p))
+
+
+# subtract ------------------------------------------------------------------
+register_rules(subtract_p, jvp=partial(_sum_jvp, subtract_p, -1.0),
+               transpose=partial(_sum_transpose, -1.0),
+               batch=partial(broadcasting_batch, subtract_p))
 
 
 # multiply ------------------------------------------------------------------
@@ -63,7 +73,8 @@ def _multiply_dy(x: Any, y: Any, out: Any) -> Any:
     return x
 
 
-def _multiply_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+def _multiply_transpose(ct: Cotangent, x: MaybeUndefined, y: MaybeUndefined) -> list[Any]:
+    """Linear in each operand separately: ct * y for x, or x * ct for y."""
     if is_undefined_primal(x):
         return [unbroadcast(multiply(ct, y), x.aval), None]
     return [None, unbroadcast(multiply(x, ct), y.aval)]
@@ -74,7 +85,7 @@ register_rules(multiply_p, jvp=chain_rule(multiply_p, _multiply_dx, _multiply_dy
 
 
 # divide --------------------------------------------------------------------
-def _divide_jvp(primals: Any, tangents: Any) -> Any:
+def _divide_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
     """t_out = t_x / y - t_y * out / y: linear in t_x through divide itself."""
     x, y = primals
     tx, ty = tangents
@@ -85,14 +96,15 @@ def _divide_jvp(primals: Any, tangents: Any) -> Any:
     return out, (_jax.zero_tangent(out) if is_zero(t) else broadcast_like(t, np.shape(out)))
 
 
-def _divide_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+def _divide_transpose(ct: Cotangent, x: MaybeUndefined, y: MaybeUndefined) -> list[Any]:
+    """ct / y for x, summed down to x's shape."""
     if is_undefined_primal(y):
         raise ValueError("gradrules.divide is not linear in its divisor y")
     return [unbroadcast(divide(ct, y), x.aval), None]
 
 
 register_rules(divide_p, jvp=_divide_jvp, transpose=_divide_transpose,
-               batch=partial(broadcasting_batch, divide_p))
+               batch=partial(broadcasting_batch, divide_p), linear=("x",))
 
 
 # pow -----------------------------------------------------------------------
@@ -109,28 +121,33 @@ def _pow_dy(x: Any, y: Any, out: Any) -> Any:
     return where(x_zero, 0.0, multiply(log(where(x_zero, 1.0, x)), out))
 
 
-register_elementwise_rules({pow_p: (_pow_dx, _pow_dy)})
+register_rules(pow_p, **elementwise_rules(pow_p, _pow_dx, _pow_dy))
 
 
-# maximum / minimum ---------------------------------------------------------
+# maximum (and minimum) -------------------------------------------------------
 def _tie_split(win: Any, x: Any, y: Any) -> Any:
     """[win] + 0.5 [x == y]: ties share the gradient evenly."""
     return add(indicator(win, x), multiply(indicator(eq(x, y), x), 0.5))
 
 
-def _maximum_dx(x: Any, y: Any, out: Any) -> Any:
+def _gt_or_tie(x: Any, y: Any, out: Any) -> Any:
+    """[x > y] + 0.5 [x == y]: d/dx of maximum, d/dy of minimum."""
     return _tie_split(gt(x, y), x, y)
 
 
-def _maximum_dy(x: Any, y: Any, out: Any) -> Any:
+def _lt_or_tie(x: Any, y: Any, out: Any) -> Any:
+    """[x < y] + 0.5 [x == y]: d/dy of maximum, d/dx of minimum."""
     return _tie_split(lt(x, y), x, y)
 
 
-register_elementwise_rules({maximum_p: (_maximum_dx, _maximum_dy),
-                            minimum_p: (_maximum_dy, _maximum_dx)})
+register_rules(maximum_p, **elementwise_rules(maximum_p, _gt_or_tie, _lt_or_tie))
 
 
-# remainder / fmod ----------------------------------------------------------
+# minimum -------------------------------------------------------------------
+register_rules(minimum_p, **elementwise_rules(minimum_p, _lt_or_tie, _gt_or_tie))
+
+
+# remainder (and fmod) --------------------------------------------------------
 def _mod_dx(x: Any, y: Any, out: Any) -> Any:
     return np.ones((), _jax.aval_of(out).dtype)
 
@@ -139,12 +156,15 @@ def _remainder_dy(x: Any, y: Any, out: Any) -> Any:
     return neg(floor(divide(x, y)))
 
 
+register_rules(remainder_p, **elementwise_rules(remainder_p, _mod_dx, _remainder_dy))
+
+
+# fmod ----------------------------------------------------------------------
 def _fmod_dy(x: Any, y: Any, out: Any) -> Any:
     return neg(trunc(divide(x, y)))
 
 
-register_elementwise_rules({remainder_p: (_mod_dx, _remainder_dy),
-                            fmod_p: (_mod_dx, _fmod_dy)})
+register_rules(fmod_p, **elementwise_rules(fmod_p, _mod_dx, _fmod_dy))
 
 
 # atan2 ---------------------------------------------------------------------
@@ -156,11 +176,18 @@ def _atan2_dy(x: Any, y: Any, out: Any) -> Any:
     return neg(divide(x, add(square(x), square(y))))
 
 
-register_elementwise_rules({atan2_p: (_atan2_dx, _atan2_dy)})
+register_rules(atan2_p, **elementwise_rules(atan2_p, _atan2_dx, _atan2_dy))
+
+
+# residual_add --------------------------------------------------------------
+register_rules(residual_add_p, jvp=partial(_sum_jvp, residual_add_p, 1.0),
+               transpose=partial(_sum_transpose, 1.0),
+               batch=partial(broadcasting_batch, residual_add_p))
 
 
 # bias_add ------------------------------------------------------------------
-def _bias_add_jvp(primals: Any, tangents: Any) -> Any:
+def _bias_add_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
+    """t_out = bias_add(t_x, t_bias), a broadcast of t_bias when t_x is zero."""
     x, b = primals
     tx, tb = tangents
     out = bias_add_p.bind(x, b)
@@ -171,14 +198,15 @@ def _bias_add_jvp(primals: Any, tangents: Any) -> Any:
     return out, bias_add_p.bind(tx, tb)
 
 
-def _bias_add_transpose(ct: Any, x: Any, bias: Any) -> list[Any]:
+def _bias_add_transpose(ct: Cotangent, x: MaybeUndefined, bias: MaybeUndefined) -> list[Any]:
+    """ct for x; ct summed over every axis but the last for bias."""
     ct_b = None
     if is_undefined_primal(bias):
         ct_b = sum_p.bind(ct, axes=tuple(range(np.ndim(ct) - 1)), keepdims=False)
     return [ct if is_undefined_primal(x) else None, ct_b]
 
 
-def _bias_add_batch(args: Any, dims: Any) -> tuple[Any, int]:
+def _bias_add_batch(args: Sequence[Any], dims: Sequence[BatchDim]) -> BatchResult:
     """A batched bias is no longer one vector: fall back to broadcasting add."""
     (x, b), (dx, db) = args, dims
     if db is None:
@@ -190,12 +218,18 @@ register_rules(bias_add_p, jvp=_bias_add_jvp, transpose=_bias_add_transpose,
                batch=_bias_add_batch)
 
 
-# scale / div_scale ---------------------------------------------------------
-def _scale_transpose(prim: Any, ct: Any, x: Any, *, scale: float) -> list[Any]:
+# scale (and div_scale) -------------------------------------------------------
+def _scale_transpose(prim: Primitive, ct: Cotangent, x: MaybeUndefined, *,
+                     scale: float) -> list[Any]:
+    """The same map again: x * s and x / s are self-adjoint."""
     return [prim.bind(ct, scale=scale)]
 
 
-for _p in (scale_p, div_scale_p):
-    register_rules(_p, jvp=partial(linear_jvp, _p), transpose=partial(_scale_transpose, _p),
-                   batch=partial(unary_batch, _p))
+register_rules(scale_p, jvp=partial(linear_jvp, scale_p),
+               transpose=partial(_scale_transpose, scale_p), batch=partial(unary_batch, scale_p))
 
+
+# div_scale -----------------------------------------------------------------
+register_rules(div_scale_p, jvp=partial(linear_jvp, div_scale_p),
+               transpose=partial(_scale_transpose, div_scale_p),
+               batch=partial(unary_batch, div_scale_p))

@@ -2,19 +2,25 @@
 
 * ``attention_p``: its JVP binds ``attention_jvp_p`` on the tangents of q, k,
   v and bias (forward mode runs the blockwise tangent kernel).
-* ``attention_jvp_p``: linear in its tangents; its transpose binds
-  ``attention_vjp_p`` (reverse mode runs the blockwise backward). Its JVP:
-  the part linear in the tangents binds itself, the rest is the JVP of
-  ``_tangent_map``, the same map written in gradrules ops.
-* ``attention_vjp_p``: linear in the cotangents; its transpose binds
-  ``attention_jvp_p`` back, its JVP comes from ``_backward_map`` (the linear
-  transpose of ``_tangent_map``).
+* ``attention_jvp_p``: linear in its tangents ``tq, tk, tv, tbias``; its
+  transpose binds ``attention_vjp_p`` (reverse mode runs the blockwise
+  backward). Its JVP: the part linear in the tangents binds itself, the rest
+  is the JVP of ``_tangent_map``, the same map written in gradrules ops.
+* ``attention_vjp_p``: linear in the cotangents ``ct_out, ct_lse``; its
+  transpose binds ``attention_jvp_p`` back, its JVP comes from
+  ``_backward_map`` (the linear transpose of ``_tangent_map``).
+
+``_tangent_map`` and ``_backward_map`` materialise the ``[B, H, Sq, Sk]``
+scores; the lowerings of the two primitives (``primitives/_attention_xla``)
+are deliberately separate, blockwise, jax.numpy code with the same maths, so
+that the first derivatives never hold more than a block of scores.
 
 Batching folds the vmapped axis into the batch axis B and binds once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -22,9 +28,12 @@ import numpy as np
 
 import jax
 
-from .._jax import aval_of, is_undefined_primal, is_zero
+from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
+                    Tangent, aval_of, is_undefined_primal, is_zero)
+from ..core.kernels import Implementation
 from ..core.primitive import register_rules
-from ..core.registry import NOT_LINEAR
+from ..core.registry import NOT_LINEAR, PRIMITIVES
+from ..primitives._compose import cast, unbroadcast, zeros
 from ..primitives.arithmetic import add, multiply, subtract
 from ..primitives.attention import attention_jvp_p, attention_p, attention_vjp_p
 from ..primitives.compare import eq, where
@@ -32,30 +41,77 @@ from ..primitives.linalg import einsum
 from ..primitives.reduction import sum_p
 from ..primitives.shape import broadcast_to_p, expand_dims, reshape, transpose
 from ..primitives.unary import exp
-from ._common import batch_size, bdim_to_front, instantiate, unbroadcast, zeros
-from ._fused import (cast, composite_jvp, fold_batch, fused_forward_jvp, primals_and_outputs,
-                     swap_transpose, unfold_batch)
+from ._common import batch_size, bdim_to_front, instantiate
+from ._fused import all_zero, composite_jvp, fold_batch, transpose_to, unfold_batch, zero_tangents
 
-_N_FIXED = 7   # q, k, v, mask, bias, out, lse
+
+# batching (all three) --------------------------------------------------------
+# mask, bias and tbias have a leading axis of 1 or B; every other operand's is B
+_PAIR_OPERANDS = ("mask", "bias", "tbias")
+
+
+def _fold(x: Any, d: BatchDim, n: int, batch: int, pair: bool, full: bool = False) -> Any:
+    """The vmapped axis (size n) folded into the leading batch axis: [n * B, ...]."""
+    if pair and d is None and np.shape(x)[0] == 1 and not full:
+        return x                                   # broadcasts along n * B as it is
+    if np.shape(x)[1 if d == 0 else 0] != batch:   # a mask or bias shared by the batch
+        x = bdim_to_front(x, d, n)
+        x, d = broadcast_to_p.bind(x, shape=(n, batch) + np.shape(x)[2:]), 0
+    return fold_batch(x, d, n)
+
+
+def _fold_all(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim],
+              full_bias: bool = False) -> tuple[list[Any], int, int]:
+    """Every operand folded; ``full_bias``: the bias spread over the whole
+    batch even where it is shared and unbatched."""
+    info = PRIMITIVES[prim]
+    pairs = set(info.positions(n for n in _PAIR_OPERANDS if n in info.operands))
+    (bias_at,) = info.positions(("bias",))
+    n = batch_size(args, dims)
+    q, dq = args[0], dims[0]
+    batch = np.shape(q)[1 if dq == 0 else 0]
+    folded = [_fold(x, d, n, batch, i in pairs, full_bias and i == bias_at)
+              for i, (x, d) in enumerate(zip(args, dims))]
+    return folded, n, batch
+
+
+def _attention_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim],
+                     **params: Any) -> BatchResult:
+    """Fold, bind once, unfold. The bias of attention_jvp_p is spread over the
+    batch whenever its tangent is, so that the tangent still broadcasts to it."""
+    full_bias = False
+    if prim is attention_jvp_p:
+        (at,) = PRIMITIVES[prim].positions(("tbias",))
+        full_bias = not (dims[at] is None and np.shape(args[at])[0] == 1)
+    folded, n, batch = _fold_all(prim, args, dims, full_bias=full_bias)
+    outs = prim.bind(*folded, **params)
+    return [unfold_batch(o, n, batch) for o in outs], [0] * len(outs)
 
 
 # attention_p -----------------------------------------------------------------
-def _attention_tangents(primals: Any, tangents: Any) -> list[Any]:
-    """(tq, tk, tv, tbias), zeros where symbolic; a zero tbias as one broadcast
-    [1, 1, 1, 1] entry (the mask takes no tangent)."""
+def _attention_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, causal: bool,
+                   scale: float, implementation: Implementation) -> JvpResult:
+    """``(t_out, t_lse) = attention_jvp(q, k, v, mask, bias, out, lse, tq, tk,
+    tv, tbias)``: the tangent map on the forward's outputs, with zeros for
+    symbolic-zero tangents (a zero tbias as one broadcast ``[1, 1, 1, 1]``
+    entry; the mask takes no tangent)."""
+    params = dict(causal=causal, scale=scale, implementation=implementation)
+    outs = attention_p.bind(*primals, **params)
     q, k, v, _, bias = primals
     tq, tk, tv, _, tbias = tangents
+    if all_zero((tq, tk, tv, tbias)):
+        return outs, zero_tangents(outs)
     if is_zero(tbias):
         tbias = zeros((1, 1, 1, 1), aval_of(bias).dtype)
-    return [*(instantiate(t, x) for t, x in ((tq, q), (tk, k), (tv, v))), tbias]
+    ts = [instantiate(t, x) for t, x in ((tq, q), (tk, k), (tv, v))]
+    return outs, attention_jvp_p.bind(*primals, *outs, *ts, tbias, **params)
 
 
-# (t_out, t_lse) = attention_jvp(q, k, v, mask, bias, out, lse, tq, tk, tv, tbias)
-_attention_jvp = fused_forward_jvp(attention_p, attention_jvp_p, fixed=primals_and_outputs,
-                                   linear=(0, 1, 2, 4), tangent_args=_attention_tangents)
+register_rules(attention_p, jvp=_attention_jvp, transpose=NOT_LINEAR,
+               batch=partial(_attention_batch, attention_p))
 
 
-# the tangent map in gradrules ops ---------------------------------------------
+# attention_jvp_p: the tangent map in gradrules ops ----------------------------
 _QK = "bqhgd,bkhd->bhgqk"      # scores, from q [B, Sq, Hkv, G, D] and k [B, Sk, Hkv, D]
 _PV = "bhgqk,bkhd->bqhgd"      # weights times values, back in the layout of q
 
@@ -87,9 +143,9 @@ def _weights(q5: Any, k: Any, mask5: Any, bias5: Any, lse: Any, *, causal: bool,
 
 
 def _tangent_map(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: Any, tq: Any,
-                 tk: Any, tv: Any, tbias: Any, *, causal: bool, scale: float, block_q: int,
-                 block_k: int, kernel: str) -> list[Any]:
-    """What attention_jvp_p computes, in gradrules ops (materialises the scores):
+                 tk: Any, tv: Any, tbias: Any, *, causal: bool, scale: float) -> list[Any]:
+    """What attention_jvp_p computes, in gradrules ops (materialises the scores,
+    unlike the blockwise lowering ``_attention_xla.jvp``):
     t_lse_i = sum_j p_ij ds_ij, t_out_i = sum_j p_ij (ds_ij v_j + tv_j) - t_lse_i out_i."""
     acc = aval_of(lse).dtype
     hkv = np.shape(k)[2]
@@ -108,83 +164,53 @@ def _tangent_map(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: An
     return [cast(reshape(t_out, np.shape(out)), aval_of(out).dtype), t_lse]
 
 
-def _backward_map(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: Any,
-                  ct_out: Any, ct_lse: Any, *, causal: bool, scale: float, block_q: int,
-                  block_k: int, kernel: str) -> list[Any]:
-    """What attention_vjp_p computes: the linear transpose of ``_tangent_map``."""
-    params = dict(causal=causal, scale=scale, block_q=block_q, block_k=block_k, kernel=kernel)
+def _attention_jvp_transpose(ct: Cotangent, q: MaybeUndefined, k: MaybeUndefined,
+                             v: MaybeUndefined, mask: MaybeUndefined, bias: MaybeUndefined,
+                             out: MaybeUndefined, lse: MaybeUndefined, tq: MaybeUndefined,
+                             tk: MaybeUndefined, tv: MaybeUndefined, tbias: MaybeUndefined,
+                             **params: Any) -> list[Any]:
+    """The backward kernel on (ct_out, ct_lse) (either may be a symbolic zero,
+    instantiated by ``transpose_to``); dbias, which comes out in the shape of
+    bias, summed to the shape of tbias (which only broadcasts to it)."""
+    *cts, dbias = transpose_to(attention_jvp_p, attention_vjp_p, ct, q, k, v, mask, bias, out,
+                               lse, tq, tk, tv, tbias, **params)
+    return [*cts, unbroadcast(dbias, tbias.aval) if is_undefined_primal(tbias) else None]
 
+
+register_rules(attention_jvp_p, linear=("tq", "tk", "tv", "tbias"),
+               jvp=partial(composite_jvp, attention_jvp_p, _tangent_map),
+               transpose=_attention_jvp_transpose,
+               batch=partial(_attention_batch, attention_jvp_p))
+
+
+# attention_vjp_p -------------------------------------------------------------
+def _backward_map(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: Any,
+                  ct_out: Any, ct_lse: Any, *, causal: bool, scale: float) -> list[Any]:
+    """What attention_vjp_p computes: the linear transpose of ``_tangent_map``
+    (materialises the scores, unlike the blockwise ``_attention_xla.backward``)."""
     def tangent_map(tq: Any, tk: Any, tv: Any, tbias: Any) -> tuple[Any, Any]:
-        t_out, t_lse = _tangent_map(q, k, v, mask, bias, out, lse, tq, tk, tv, tbias, **params)
+        t_out, t_lse = _tangent_map(q, k, v, mask, bias, out, lse, tq, tk, tv, tbias,
+                                    causal=causal, scale=scale)
         return t_out, t_lse
 
     avals = [jax.ShapeDtypeStruct(np.shape(x), aval_of(x).dtype) for x in (q, k, v, bias)]
     return list(jax.linear_transpose(tangent_map, *avals)((ct_out, ct_lse)))
 
 
-# transposes ------------------------------------------------------------------
-def _attention_jvp_transpose(ct: Any, q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any,
-                             lse: Any, tq: Any, tk: Any, tv: Any, tbias: Any,
-                             **params: Any) -> list[Any]:
-    """The backward kernel on (ct_out, ct_lse); dbias summed to the shape of tbias."""
-    ct_out, ct_lse = ct
-    dq, dk, dv, dbias = attention_vjp_p.bind(q, k, v, mask, bias, out, lse, ct_out, ct_lse,
-                                             **params)
-    cts = [c if is_undefined_primal(t) else None for c, t in ((dq, tq), (dk, tk), (dv, tv))]
-    cts.append(unbroadcast(dbias, tbias.aval) if is_undefined_primal(tbias) else None)
-    return [None] * _N_FIXED + cts
-
-
-# batching --------------------------------------------------------------------
-# "b": leading axis is the batch B; "p": a mask or bias, leading axis 1 or B
-_ROLES = {attention_p: "bbbpp", attention_jvp_p: "bbbppbbbbbp", attention_vjp_p: "bbbppbbbb"}
-
-
-def _fold(x: Any, d: int | None, n: int, batch: int, role: str, full: bool = False) -> Any:
-    """The vmapped axis (size n) folded into the leading batch axis: [n * B, ...]."""
-    if role == "p" and d is None and np.shape(x)[0] == 1 and not full:
-        return x                                   # broadcasts along n * B as it is
-    if np.shape(x)[1 if d == 0 else 0] != batch:   # a mask or bias shared by the batch
-        x = bdim_to_front(x, d, n)
-        x, d = broadcast_to_p.bind(x, shape=(n, batch) + np.shape(x)[2:]), 0
-    return fold_batch(x, d, n)
-
-
-def _fold_all(prim: Any, args: Any, dims: Any, full_bias: bool = False
-              ) -> tuple[list[Any], int, int]:
-    n = batch_size(args, dims)
-    q, dq = args[0], dims[0]
-    batch = np.shape(q)[1 if dq == 0 else 0]
-    folded = [_fold(x, d, n, batch, role, full_bias and i == 4)
-              for i, (x, d, role) in enumerate(zip(args, dims, _ROLES[prim]))]
-    return folded, n, batch
-
-
-def _attention_batch(prim: Any, args: Any, dims: Any, **params: Any) -> tuple[Any, Any]:
-    """Fold, bind once, unfold. The bias of attention_jvp_p is spread over the
-    batch whenever its tangent is, so that the tangent still broadcasts to it."""
-    tbias_shared = dims[-1] is None and np.shape(args[-1])[0] == 1
-    folded, n, batch = _fold_all(prim, args, dims,
-                                 full_bias=prim is attention_jvp_p and not tbias_shared)
-    outs = prim.bind(*folded, **params)
-    return [unfold_batch(o, n, batch) for o in outs], [0] * len(outs)
-
-
-def _attention_vjp_batch(args: Any, dims: Any, **params: Any) -> tuple[Any, Any]:
+def _attention_vjp_batch(args: Sequence[Any], dims: Sequence[BatchDim],
+                         **params: Any) -> BatchResult:
     """As ``_attention_batch``, with the bias spread over the whole batch so that
     dbias comes out per example, then summed back where the bias was shared."""
     folded, n, batch = _fold_all(attention_vjp_p, args, dims, full_bias=True)
-    outs = [unfold_batch(o, n, batch) for o in attention_vjp_p.bind(*folded, **params)]
-    bias, d = args[4], dims[4]
-    if np.shape(bias)[1 if d == 0 else 0] == 1 and batch != 1:
-        outs[3] = sum_p.bind(outs[3], axes=(1,), keepdims=True)
-    return outs, [0] * len(outs)
+    dq, dk, dv, dbias = (unfold_batch(o, n, batch) for o in attention_vjp_p.bind(*folded,
+                                                                                **params))
+    (at,) = PRIMITIVES[attention_vjp_p].positions(("bias",))
+    if np.shape(args[at])[1 if dims[at] == 0 else 0] == 1 and batch != 1:
+        dbias = sum_p.bind(dbias, axes=(1,), keepdims=True)
+    return [dq, dk, dv, dbias], [0] * 4
 
 
-register_rules(attention_p, jvp=_attention_jvp, transpose=NOT_LINEAR,
-               batch=partial(_attention_batch, attention_p))
-register_rules(attention_jvp_p, jvp=composite_jvp(attention_jvp_p, _tangent_map, linear=4),
-               transpose=_attention_jvp_transpose,
-               batch=partial(_attention_batch, attention_jvp_p))
-register_rules(attention_vjp_p, jvp=composite_jvp(attention_vjp_p, _backward_map, linear=2),
-               transpose=swap_transpose(attention_jvp_p, _N_FIXED), batch=_attention_vjp_batch)
+register_rules(attention_vjp_p, linear=("ct_out", "ct_lse"),
+               jvp=partial(composite_jvp, attention_vjp_p, _backward_map),
+               transpose=partial(transpose_to, attention_vjp_p, attention_jvp_p),
+               batch=_attention_vjp_batch)

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 from .. import _jax
+from .._jax import Cotangent, JvpResult, MaybeUndefined, Tangent
 from ..core.primitive import register_rules
-from ..core.registry import NOT_DIFFERENTIABLE, NOT_LINEAR
+from ..core.registry import NOT_DIFFERENTIABLE
+from ..primitives._compose import unbroadcast, zeros
 from ..primitives.compare import eq_p, ge_p, gt_p, le_p, lt_p, ne_p, where_p
-from ._common import broadcasting_batch, instantiate, unbroadcast, zeros
-
-for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
-    register_rules(_p, jvp=NOT_DIFFERENTIABLE, transpose=NOT_LINEAR,
-                   batch=partial(broadcasting_batch, _p))
+from ._common import broadcasting_batch, instantiate, marker_rules
 
 
-def _where_jvp(primals: Any, tangents: Any) -> Any:
+# comparisons ---------------------------------------------------------------
+register_rules(eq_p, **marker_rules(eq_p, NOT_DIFFERENTIABLE))
+register_rules(ne_p, **marker_rules(ne_p, NOT_DIFFERENTIABLE))
+register_rules(lt_p, **marker_rules(lt_p, NOT_DIFFERENTIABLE))
+register_rules(le_p, **marker_rules(le_p, NOT_DIFFERENTIABLE))
+register_rules(gt_p, **marker_rules(gt_p, NOT_DIFFERENTIABLE))
+register_rules(ge_p, **marker_rules(ge_p, NOT_DIFFERENTIABLE))
+
+
+# where ---------------------------------------------------------------------
+def _where_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
     """t_out = where(cond, t_x, t_y); cond takes no tangent."""
     cond, x, y = primals
     _, tx, ty = tangents
@@ -26,7 +35,10 @@ def _where_jvp(primals: Any, tangents: Any) -> Any:
     return out, where_p.bind(cond, instantiate(tx, x), instantiate(ty, y))
 
 
-def _where_transpose(ct: Any, cond: Any, x: Any, y: Any) -> list[Any]:
+def _where_transpose(ct: Cotangent, cond: MaybeUndefined, x: MaybeUndefined,
+                     y: MaybeUndefined) -> list[Any]:
+    """where(cond, ct, 0) for x and where(cond, 0, ct) for y, each summed
+    down to its operand's shape."""
     z = zeros((), _jax.aval_of(ct).dtype)
     ct_x = unbroadcast(where_p.bind(cond, ct, z), x.aval) if _jax.is_undefined_primal(x) else None
     ct_y = unbroadcast(where_p.bind(cond, z, ct), y.aval) if _jax.is_undefined_primal(y) else None
@@ -34,4 +46,4 @@ def _where_transpose(ct: Any, cond: Any, x: Any, y: Any) -> list[Any]:
 
 
 register_rules(where_p, jvp=_where_jvp, transpose=_where_transpose,
-               batch=partial(broadcasting_batch, where_p))
+               batch=partial(broadcasting_batch, where_p), linear=("x", "y"))

@@ -11,17 +11,18 @@ into the batch or feature dimension of the operands (no loop).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from .._jax import is_undefined_primal
+from .._jax import BatchDim, BatchResult, Cotangent, MaybeUndefined, is_undefined_primal
 from ..core.primitive import register_rules
+from ..primitives._compose import zeros
 from ..primitives.conv import conv_shape, convolution_p, dilate
 from ..primitives.layout import flip_p
-from ..primitives.shape import reshape_p, transpose_p
-from ._common import multilinear_jvp, reshape_axis_into, reshape_axis_out_of, zeros
+from ._common import multilinear_jvp, reshape_axis_into, reshape_axis_out_of
 
 
 def _swap01(spec: tuple[int, ...]) -> tuple[int, ...]:
@@ -92,7 +93,8 @@ def _transpose_rhs(ct: Any, lhs: Any, rhs_shape: tuple[int, ...], *, window_stri
                               batch_group_count=feature_group_count)
 
 
-def _convolution_transpose(ct: Any, lhs: Any, rhs: Any, **params: Any) -> list[Any]:
+def _convolution_transpose(ct: Cotangent, lhs: MaybeUndefined, rhs: MaybeUndefined,
+                           **params: Any) -> list[Any]:
     if is_undefined_primal(lhs):
         if is_undefined_primal(rhs):
             raise ValueError("gradrules.convolution is linear in lhs and in rhs, not jointly")
@@ -102,9 +104,9 @@ def _convolution_transpose(ct: Any, lhs: Any, rhs: Any, **params: Any) -> list[A
 
 
 # batching --------------------------------------------------------------------
-def _convolution_batch(args: Any, dims: Any, *, dimension_numbers: Any,
+def _convolution_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, dimension_numbers: Any,
                        feature_group_count: int, batch_group_count: int,
-                       **params: Any) -> tuple[Any, int]:
+                       **params: Any) -> BatchResult:
     """JAX's rule: a batched input folds the batch axis into its batch
     dimension (or, with a batched kernel, into its features as extra groups);
     a batched kernel folds it into its output features."""
@@ -157,5 +159,3 @@ def _convolution_batch(args: Any, dims: Any, *, dimension_numbers: Any,
 
 register_rules(convolution_p, jvp=partial(multilinear_jvp, convolution_p),
                transpose=_convolution_transpose, batch=_convolution_batch)
-
-

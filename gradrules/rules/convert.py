@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -10,16 +11,19 @@ import numpy as np
 import jax.numpy as jnp
 
 from .. import _jax
+from .._jax import Cotangent, JvpResult, MaybeUndefined, Tangent
 from ..core.primitive import register_rules
 from ..primitives.convert import convert_element_type_p, copy_p
 from ._common import linear_jvp, unary_batch
 
 
+# convert_element_type ------------------------------------------------------
 def _is_float(dtype: Any) -> bool:
     return bool(jnp.issubdtype(dtype, jnp.floating))
 
 
-def _convert_element_type_jvp(primals: Any, tangents: Any, *, new_dtype: np.dtype) -> Any:
+def _convert_element_type_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *,
+                              new_dtype: np.dtype) -> JvpResult:
     """Float -> float casts are linear (the tangent is cast the same way);
     casts to or from integers and bools have a zero derivative."""
     (x,), (t,) = primals, tangents
@@ -29,7 +33,9 @@ def _convert_element_type_jvp(primals: Any, tangents: Any, *, new_dtype: np.dtyp
     return out, convert_element_type_p.bind(t, new_dtype=new_dtype)
 
 
-def _convert_element_type_transpose(ct: Any, x: Any, *, new_dtype: np.dtype) -> list[Any]:
+def _convert_element_type_transpose(ct: Cotangent, x: MaybeUndefined, *,
+                                    new_dtype: np.dtype) -> list[Any]:
+    """The cotangent cast back to x's dtype."""
     return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype)]
 
 
@@ -38,7 +44,9 @@ register_rules(convert_element_type_p, jvp=_convert_element_type_jvp,
                batch=partial(unary_batch, convert_element_type_p))
 
 
-def _copy_transpose(ct: Any, x: Any) -> list[Any]:
+# copy ----------------------------------------------------------------------
+def _copy_transpose(ct: Cotangent, x: MaybeUndefined) -> list[Any]:
+    """The identity's transpose is the identity."""
     return [copy_p.bind(ct)]
 
 

@@ -17,23 +17,26 @@ its activation.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from functools import partial, reduce
 from typing import Any
 
 import numpy as np
 
 from .. import _jax
-from .._jax import aval_of, is_undefined_primal, is_zero
+from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
+                    Tangent, aval_of, is_undefined_primal, is_zero)
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
+from ..primitives._compose import unbroadcast
 from ..primitives.arithmetic import add, multiply, scale
 from ..primitives.linalg import (addmm_p, bmm_p, einsum_p, fresh_letters, fused_gemm_epilogue_p,
                                  linear_p, matmul_p, mm_p, parse_equation)
 from ..primitives.shape import (broadcast_in_dim_p, expand_dims_p, moveaxis, reshape_p,
                                 squeeze_p, transpose_p)
+from ._common import (add_tangents, batch_size, bdim_to_front, broadcast_like,
+                      broadcasting_batch, multilinear_jvp, reshape_axis_into, reshape_axis_out_of)
 from .activation import _gelu_dx, _relu_dx
-from ._common import (add_tangents, batch_size, bdim_to_front, broadcast_like, broadcasting_batch,
-                      multilinear_jvp, reshape_axis_into, reshape_axis_out_of, unbroadcast)
 
 
 # matmul --------------------------------------------------------------------
@@ -51,8 +54,8 @@ def _matrix_shape(shape: tuple[int, ...], is_x: bool) -> tuple[int, ...]:
     return (1, shape[0]) if is_x else (shape[0], 1)
 
 
-def _matmul_transpose(ct: Any, x: Any, y: Any, *, transpose_x: bool,
-                      transpose_y: bool) -> list[Any]:
+def _matmul_transpose(ct: Cotangent, x: MaybeUndefined, y: MaybeUndefined, *,
+                      transpose_x: bool, transpose_y: bool) -> list[Any]:
     """x: ct @ op(y)^T (or op(y) @ ct^T when x is transposed); y: op(x)^T @ ct
     (or ct^T @ op(x)); unbroadcast over batch axes, 1-D operands restored."""
     xs, ys = tuple(aval_of(x).shape), tuple(aval_of(y).shape)
@@ -85,7 +88,8 @@ def _reduce_batch(g: Any, shape: tuple[int, ...], is_x: bool) -> Any:
     return reshape_p.bind(g, new_sizes=tuple(shape)) if mat != tuple(shape) else g
 
 
-def _matmul_batch(args: Any, dims: Any, *, transpose_x: bool, transpose_y: bool) -> Any:
+def _matmul_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, transpose_x: bool,
+                  transpose_y: bool) -> BatchResult:
     """Batch axis to the front of each batched operand (a batched 1-D operand
     becomes a one-row / one-column matrix), batch ranks padded with unit axes
     so the batch axes line up, one matmul; unit matrix axes squeezed after."""
@@ -130,7 +134,8 @@ def _scaled(a: Any, s: float) -> Any:
     return a if s == 1.0 else scale(a, scale=s)
 
 
-def _product_transpose(prim: Any, ct: Any, x: Any, y: Any) -> list[Any]:
+def _product_transpose(prim: Primitive, ct: Cotangent, x: MaybeUndefined, y: MaybeUndefined
+                       ) -> list[Any]:
     """The transpose of ``prim(x, y)`` (mm or bmm) in its one undefined
     operand: ``prim(ct, y^T)`` for x, ``prim(x^T, ct)`` for y."""
     if is_undefined_primal(x):
@@ -167,7 +172,7 @@ def _unfold(out: Any, fold: tuple[int, int, int]) -> tuple[Any, int]:
     return reshape_axis_out_of(axis, size, out, rest), axis
 
 
-def _mm_batch(args: Any, dims: Any) -> Any:
+def _mm_batch(args: Sequence[Any], dims: Sequence[BatchDim]) -> BatchResult:
     """One mm with the batch axis folded into m or n; both batched: one bmm."""
     (x, y), (dx, dy) = args, dims
     if dx is not None and dy is not None:
@@ -176,17 +181,19 @@ def _mm_batch(args: Any, dims: Any) -> Any:
     return _unfold(mm_p.bind(x, y), fold)
 
 
-def _bmm_batch(args: Any, dims: Any) -> Any:
+register_rules(mm_p, jvp=partial(multilinear_jvp, mm_p),
+               transpose=partial(_product_transpose, mm_p), batch=_mm_batch)
+
+
+def _bmm_batch(args: Sequence[Any], dims: Sequence[BatchDim]) -> BatchResult:
     """One bmm with the batch axis folded into m, n or the bmm batch axis."""
     (x, y), (dx, dy) = args, dims
     x, y, fold = _fold_batch(x, y, dx, dy, 1)
     return _unfold(bmm_p.bind(x, y), fold)
 
 
-register_rules(mm_p, jvp=partial(multilinear_jvp, mm_p), transpose=partial(_product_transpose,
-               mm_p), batch=_mm_batch)
-register_rules(bmm_p, jvp=partial(multilinear_jvp, bmm_p), transpose=partial(
-               _product_transpose, bmm_p), batch=_bmm_batch)
+register_rules(bmm_p, jvp=partial(multilinear_jvp, bmm_p),
+               transpose=partial(_product_transpose, bmm_p), batch=_bmm_batch)
 
 
 def _broadcast_batched(a: Any, d: int | None, size: int, shape: tuple[int, ...],
@@ -203,7 +210,8 @@ def _broadcast_batched(a: Any, d: int | None, size: int, shape: tuple[int, ...],
     return broadcast_in_dim_p.bind(a, shape=full, broadcast_dimensions=tuple(dims))
 
 
-def _affine_tangent(term: Any, tb: Any, products: Any) -> Any:
+def _affine_tangent(term: Callable[..., Any], tb: Tangent,
+                    products: Sequence[tuple[Tangent, tuple[Any, Any]]]) -> Any:
     """The tangent of ``product(a, c) + bias`` for a bilinear product: one
     ``term(tb, a, c)`` per nonzero product tangent, the bias tangent riding on
     the first of them (so each term is one primitive, jointly linear in the
@@ -228,7 +236,8 @@ def _addmm_term(tb: Any, a: Any, c: Any, *, beta: float, alpha: float) -> Any:
     return addmm_p.bind(tb, a, c, beta=beta, alpha=alpha)
 
 
-def _addmm_jvp(primals: Any, tangents: Any, *, beta: float, alpha: float) -> Any:
+def _addmm_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, beta: float,
+               alpha: float) -> JvpResult:
     """t_out = addmm(tb, tx, y) + alpha mm(x, ty)."""
     (bias, x, y), (tb, tx, ty) = primals, tangents
     out = addmm_p.bind(bias, x, y, beta=beta, alpha=alpha)
@@ -237,8 +246,8 @@ def _addmm_jvp(primals: Any, tangents: Any, *, beta: float, alpha: float) -> Any
     return out, _jax.zero_tangent(out) if t is None else broadcast_like(t, np.shape(out))
 
 
-def _addmm_transpose(ct: Any, bias: Any, x: Any, y: Any, *, beta: float,
-                     alpha: float) -> list[Any]:
+def _addmm_transpose(ct: Cotangent, bias: MaybeUndefined, x: MaybeUndefined,
+                     y: MaybeUndefined, *, beta: float, alpha: float) -> list[Any]:
     """bias: beta ct summed over its broadcast axes; x: alpha mm(ct, y^T);
     y: alpha mm(x^T, ct)."""
     cts: list[Any] = [None, None, None]
@@ -249,7 +258,8 @@ def _addmm_transpose(ct: Any, bias: Any, x: Any, y: Any, *, beta: float,
     return cts
 
 
-def _addmm_batch(args: Any, dims: Any, *, beta: float, alpha: float) -> Any:
+def _addmm_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, beta: float,
+                 alpha: float) -> BatchResult:
     """One addmm with the batch axis folded into m (x batched) or n (y
     batched), the bias broadcast to match; with x and y both batched or
     neither (only the bias), beta bias + alpha (bmm or mm)."""
@@ -276,7 +286,7 @@ def _linear_term(tb: Any, a: Any, c: Any) -> Any:
     return linear_p.bind(a, c, *([] if tb is None else [tb]))
 
 
-def _linear_jvp(primals: Any, tangents: Any) -> Any:
+def _linear_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
     """t_out = linear(tx, w, tb) + linear(x, tw)."""
     (x, w, *b), (tx, tw, *tb) = primals, tangents
     out = linear_p.bind(x, w, *b)
@@ -285,7 +295,8 @@ def _linear_jvp(primals: Any, tangents: Any) -> Any:
     return out, _jax.zero_tangent(out) if t is None else broadcast_like(t, np.shape(out))
 
 
-def _linear_transpose(ct: Any, x: Any, w: Any, *b: Any) -> list[Any]:
+def _linear_transpose(ct: Cotangent, x: MaybeUndefined, w: MaybeUndefined,
+                      *b: MaybeUndefined) -> list[Any]:
     """x: linear(ct, w^T); w: mm(x^T, ct) with the leading axes of x and ct
     flattened; b: ct summed over every axis but the last."""
     cts: list[Any] = [None] * (2 + len(b))
@@ -300,7 +311,7 @@ def _linear_transpose(ct: Any, x: Any, w: Any, *b: Any) -> list[Any]:
     return cts
 
 
-def _linear_batch(args: Any, dims: Any) -> Any:
+def _linear_batch(args: Sequence[Any], dims: Sequence[BatchDim]) -> BatchResult:
     """x alone batched: the batch axis is one more leading axis of x. w
     batched, x not: folded into the output features. Otherwise (x and w
     batched, or the bias alone): bmm or linear, plus the broadcast bias."""
@@ -332,7 +343,7 @@ register_rules(linear_p, jvp=_linear_jvp, transpose=_linear_transpose, batch=_li
 
 
 # einsum --------------------------------------------------------------------
-def _einsum_transpose(ct: Any, *operands: Any, equation: str) -> list[Any]:
+def _einsum_transpose(ct: Cotangent, *operands: MaybeUndefined, equation: str) -> list[Any]:
     """The cotangent of the one undefined operand k: the einsum of the other
     operands and ct to k's indices. A repeated index of k (a diagonal) takes
     a fresh letter tied to the first by an identity matrix; indices only k
@@ -365,7 +376,8 @@ def _einsum_transpose(ct: Any, *operands: Any, equation: str) -> list[Any]:
     return cts
 
 
-def _einsum_batch(args: Any, dims: Any, *, equation: str) -> Any:
+def _einsum_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, equation: str
+                  ) -> BatchResult:
     """A fresh letter for the batch axis, in front of each batched operand's
     indices and of the output's; one einsum."""
     ins, out = parse_equation(equation)
@@ -387,8 +399,8 @@ _ACTIVATION_DZ = {"relu": partial(_relu_dx, out=None),
                   "gelu": partial(_gelu_dx, out=None, approximate=True)}
 
 
-def _fused_gemm_epilogue_jvp(primals: Any, tangents: Any, *, trans_x: bool, trans_y: bool,
-                             activation: str) -> Any:
+def _fused_gemm_epilogue_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *,
+                             trans_x: bool, trans_y: bool, activation: str) -> JvpResult:
     """t_out = act'(z) * (matmul(tx, y) + matmul(x, ty) + tb), z = x @ y + bias."""
     (x, y, bias), (tx, ty, tb) = primals, tangents
     out = fused_gemm_epilogue_p.bind(x, y, bias, trans_x=trans_x, trans_y=trans_y,

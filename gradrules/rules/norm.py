@@ -2,179 +2,123 @@
 
 rms_norm and layer_norm (three primitives each): the forward's JVP binds the
 tangent map for the output and gives the statistics' tangents in gradrules
-ops; the tangent map and the backward are transposes of each other; their
-JVPs come from the reference compositions below. group_norm and batch_norm
-are one primitive each whose JVP is that of their composition in gradrules
-ops (batch_norm drops the tangents of the running statistics: they are
-buffers). Batching binds each primitive once: rows keep the batch axis in
-front, the affine operands broadcast against it; group_norm folds the batch
-axis into N, batch_norm into the channels.
+ops (``rms_norm_rstd_tangent``, ``layer_norm_stat_tangents``); the tangent
+map and the backward are transposes of each other (``transpose_to``); their
+JVPs differentiate the gradrules-op compositions they are lowered from
+(``composite_jvp`` of ``rms_norm_tangent``, ``rms_norm_cotangent``, ...).
+group_norm and batch_norm are one primitive each whose JVP is that of their
+composition in gradrules ops (batch_norm drops the tangents of the running
+statistics: they are buffers). Batching binds each primitive once: rows keep
+the batch axis in front, the affine operands broadcast against it; group_norm
+folds the batch axis into N, batch_norm into the channels.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from .. import _jax
-from .._jax import Primitive, aval_of, is_zero
+from .._jax import BatchDim, BatchResult, JvpResult, Primitive, Tangent, aval_of, is_zero
+from ..core.kernels import Implementation
 from ..core.primitive import register_rules
-from ..core.registry import NOT_LINEAR
+from ..core.registry import NOT_LINEAR, PRIMITIVES
+from ..primitives._compose import cast
 from ..primitives._fused import acc_dtype
 from ..primitives.arithmetic import add, multiply, subtract
-from ..primitives.norm import (batch_norm_p, channel_axis, group_norm_p, layer_norm_jvp_p,
-                               layer_norm_p, layer_norm_vjp_p, rms_norm_jvp_p, rms_norm_p,
-                               rms_norm_vjp_p)
+from ..primitives.norm import (batch_norm_p, channel_axis, group_norm_p, layer_norm_cotangent,
+                               layer_norm_jvp_p, layer_norm_p, layer_norm_stat_tangents,
+                               layer_norm_tangent, layer_norm_vjp_p, rms_norm_cotangent,
+                               rms_norm_jvp_p, rms_norm_p, rms_norm_rstd_tangent,
+                               rms_norm_tangent, rms_norm_vjp_p)
 from ..primitives.reduction import mean as gr_mean
-from ..primitives.shape import broadcast_to, expand_dims, moveaxis, reshape
-from ..primitives.unary import neg, rsqrt, square
-from ._common import batch_size, bdim_to_front, unbroadcast
-from ._fused import (align_front, cast, composite_jvp, fold_batch, fused_forward_jvp,
-                     register_fused, unfold_batch, with_residuals)
+from ..primitives.shape import broadcast_to, moveaxis, reshape
+from ..primitives.unary import rsqrt, square
+from ._common import batch_size, bdim_to_front, instantiate
+from ._fused import (align_front, all_zero, composite_jvp, fold_batch, transpose_to,
+                     unfold_batch, zero_tangents)
 
 
-def _row_mean(x: Any) -> Any:
-    return gr_mean(x, axis=-1, keepdims=True)
-
-
-def _normalized_tangent(xhat: Any, r: Any, t: Any, centered: bool) -> Any:
-    """``r (t - [mean(t)] - xhat mean(xhat t))``: the tangent of ``xhat``."""
-    inner = subtract(t, multiply(xhat, _row_mean(multiply(xhat, t))))
-    if centered:
-        inner = subtract(inner, _row_mean(t))
-    return multiply(r, inner)
-
-
-def _rstd_tangent(xc: Any, rstd: Any, t: Any) -> Any:
-    """d rsqrt(mean(xc**2) + eps) = -rstd**3 mean(xc t) (xc centred or not)."""
-    return multiply(neg(multiply(square(rstd), rstd)), gr_mean(multiply(xc, t), axis=-1))
-
-
-# rms_norm --------------------------------------------------------------------
-def _rms_scale(gamma: Any, acc: Any, weight_offset: float) -> Any:
-    g = cast(gamma, acc)
-    return add(g, weight_offset) if weight_offset else g
-
-
-def _rms_norm_tangent(x: Any, gamma: Any, rstd: Any, tx: Any, tgamma: Any, *, eps: float,
-                      weight_offset: float, kernel: str) -> Any:
-    acc = aval_of(rstd).dtype
-    r = expand_dims(rstd, axis=-1)
-    xhat = multiply(cast(x, acc), r)
-    t_xhat = _normalized_tangent(xhat, r, cast(tx, acc), centered=False)
-    out = add(multiply(t_xhat, _rms_scale(gamma, acc, weight_offset)),
-              multiply(xhat, cast(tgamma, acc)))
-    return cast(out, aval_of(x).dtype)
-
-
-def _rms_norm_cotangent(x: Any, gamma: Any, rstd: Any, g: Any, *, eps: float,
-                        weight_offset: float, kernel: str) -> tuple[Any, Any]:
-    acc = aval_of(rstd).dtype
-    r = expand_dims(rstd, axis=-1)
-    xhat, gf = multiply(cast(x, acc), r), cast(g, acc)
-    gw = multiply(gf, _rms_scale(gamma, acc, weight_offset))
-    dx = _normalized_tangent(xhat, r, gw, centered=False)
-    dgamma = unbroadcast(multiply(gf, xhat), aval_of(gamma))
-    return cast(dx, aval_of(x).dtype), cast(dgamma, aval_of(gamma).dtype)
-
-
-def _rms_norm_stat_tangents(primals: Any, outs: list[Any], tangents: Any) -> list[Any]:
-    """The tangent of rstd (in gradrules ops; a symbolic zero when tx is)."""
-    (x, _), (_, rstd), (tx, _) = primals, outs, tangents
-    if is_zero(tx):
-        return [_jax.zero_tangent(rstd)]
-    acc = aval_of(rstd).dtype
-    return [_rstd_tangent(cast(x, acc), rstd, cast(tx, acc))]
-
-
-# t_out from the tangent map rms_norm_jvp(x, gamma, rstd, tx, tgamma); t_rstd in gradrules ops
-_rms_norm_jvp = fused_forward_jvp(rms_norm_p, rms_norm_jvp_p, fixed=with_residuals,
-                                  linear=(0, 1), rest=_rms_norm_stat_tangents)
-
-
-# layer_norm ------------------------------------------------------------------
-def _centered(x: Any, mean: Any, rstd: Any) -> tuple[Any, Any, Any]:
-    """(x - mean in acc, rstd with a kept axis, xhat)."""
-    acc = aval_of(rstd).dtype
-    xc = subtract(cast(x, acc), expand_dims(mean, axis=-1))
-    r = expand_dims(rstd, axis=-1)
-    return xc, r, multiply(xc, r)
-
-
-def _layer_norm_tangent(x: Any, weight: Any, mean: Any, rstd: Any, tx: Any, tw: Any, tb: Any,
-                        *, eps: float, kernel: str) -> Any:
-    acc = aval_of(rstd).dtype
-    _, r, xhat = _centered(x, mean, rstd)
-    t_xhat = _normalized_tangent(xhat, r, cast(tx, acc), centered=True)
-    out = add(add(multiply(t_xhat, cast(weight, acc)), multiply(xhat, cast(tw, acc))),
-              cast(tb, acc))
-    return cast(out, aval_of(x).dtype)
-
-
-def _layer_norm_cotangent(x: Any, weight: Any, mean: Any, rstd: Any, g: Any, *, eps: float,
-                          kernel: str) -> tuple[Any, Any, Any]:
-    acc = aval_of(rstd).dtype
-    _, r, xhat = _centered(x, mean, rstd)
-    gf = cast(g, acc)
-    dx = _normalized_tangent(xhat, r, multiply(gf, cast(weight, acc)), centered=True)
-    w = aval_of(weight)
-    return (cast(dx, aval_of(x).dtype), cast(unbroadcast(multiply(gf, xhat), w), w.dtype),
-            cast(unbroadcast(gf, w), w.dtype))
-
-
-def _layer_norm_fixed(primals: Any, outs: list[Any]) -> list[Any]:
-    """(x, weight, mean, rstd): the leading operands of layer_norm_jvp."""
-    return [primals[0], primals[1], *outs[1:]]
-
-
-def _layer_norm_stat_tangents(primals: Any, outs: list[Any], tangents: Any) -> list[Any]:
-    """The tangents of mean and rstd (in gradrules ops; symbolic zeros when tx is)."""
-    (x, _, _), (_, mean, rstd), tx = primals, outs, tangents[0]
-    if is_zero(tx):
-        return [_jax.zero_tangent(mean), _jax.zero_tangent(rstd)]
-    xc, _, _ = _centered(x, mean, rstd)
-    t = cast(tx, aval_of(rstd).dtype)
-    return [gr_mean(t, axis=-1), _rstd_tangent(xc, rstd, t)]
-
-
-# t_out from the tangent map layer_norm_jvp(x, weight, mean, rstd, tx, tw, tb); the
-# statistics' tangents in gradrules ops
-_layer_norm_jvp = fused_forward_jvp(layer_norm_p, layer_norm_jvp_p, fixed=_layer_norm_fixed,
-                                    linear=(0, 1, 2), rest=_layer_norm_stat_tangents)
-
-
-# batching of the fused norms ---------------------------------------------------
-_NORM_BATCH = {  # primitive -> (affine operands, backward outputs shaped like an operand)
-    rms_norm_p: ((1,), {}), rms_norm_jvp_p: ((1, 4), {}), rms_norm_vjp_p: ((1,), {1: 1}),
-    layer_norm_p: ((1, 2), {}), layer_norm_jvp_p: ((1, 5, 6), {}),
-    layer_norm_vjp_p: ((1,), {1: 1, 2: 1}),
-}
-
-
-def _norm_batch(prim: Primitive, args: Any, dims: Any, **params: Any) -> tuple[Any, Any]:
-    """Every operand gets the batch axis in front; the affine operands
-    (weights, broadcast against x) get size-1 axes after it; outputs that are
-    cotangents of an affine operand take that operand's batched shape back."""
-    affine, restore = _NORM_BATCH[prim]
+def _norm_batch(prim: Primitive, affine: tuple[str, ...], restore: tuple[str, ...],
+                args: Sequence[Any], dims: Sequence[BatchDim], **params: Any) -> BatchResult:
+    """Every operand gets the batch axis in front; the ``affine`` operands
+    (weights, broadcast against x) get size-1 axes after it. ``restore``
+    names, for each output after the first of a backward, the affine operand
+    it is the cotangent of: it takes that operand's batched shape back."""
+    info = PRIMITIVES[prim]
+    aligned = set(info.positions(affine))
     size = batch_size(args, dims)
     moved = [bdim_to_front(a, d, size) for a, d in zip(args, dims)]
     rank = np.ndim(moved[0])
-    out = prim.bind(*[align_front(a, rank) if i in affine else a for i, a in enumerate(moved)],
+    out = prim.bind(*[align_front(a, rank) if i in aligned else a for i, a in enumerate(moved)],
                     **params)
     if not prim.multiple_results:
         return out, 0
-    out = [reshape(o, np.shape(moved[restore[i]])) if i in restore else o
-           for i, o in enumerate(out)]
+    shapes = [np.shape(moved[i]) for i in info.positions(restore)]
+    out = [out[0], *[reshape(o, s) for o, s in zip(out[1:], shapes)], *out[1 + len(shapes):]]
     return out, [0] * len(out)
 
 
-register_fused(rms_norm_p, rms_norm_jvp_p, rms_norm_vjp_p, jvp=_rms_norm_jvp,
-               tangent_ref=_rms_norm_tangent, backward_ref=_rms_norm_cotangent, fixed=3,
-               batch=_norm_batch)
-register_fused(layer_norm_p, layer_norm_jvp_p, layer_norm_vjp_p, jvp=_layer_norm_jvp,
-               tangent_ref=_layer_norm_tangent, backward_ref=_layer_norm_cotangent, fixed=4,
-               batch=_norm_batch)
+# rms_norm --------------------------------------------------------------------
+def _rms_norm_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, eps: float,
+                  weight_offset: float, implementation: Implementation) -> JvpResult:
+    """``t_out = rms_norm_jvp(x, gamma, rstd, tx, tgamma)``, the tangent map;
+    ``t_rstd = -rstd**3 mean(x tx)`` in gradrules ops."""
+    (x, gamma), (tx, tgamma) = primals, tangents
+    params = dict(eps=eps, weight_offset=weight_offset, implementation=implementation)
+    outs = rms_norm_p.bind(x, gamma, **params)
+    if all_zero(tangents):
+        return outs, zero_tangents(outs)
+    out, rstd = outs
+    t_out = rms_norm_jvp_p.bind(x, gamma, rstd, instantiate(tx, x), instantiate(tgamma, gamma),
+                                **params)
+    t_rstd = _jax.zero_tangent(rstd) if is_zero(tx) else rms_norm_rstd_tangent(x, rstd, tx)
+    return outs, [t_out, t_rstd]
+
+
+register_rules(rms_norm_p, jvp=_rms_norm_jvp, transpose=NOT_LINEAR,
+               batch=partial(_norm_batch, rms_norm_p, ("gamma",), ()))
+register_rules(rms_norm_jvp_p, linear=("tx", "tgamma"),
+               jvp=partial(composite_jvp, rms_norm_jvp_p, rms_norm_tangent),
+               transpose=partial(transpose_to, rms_norm_jvp_p, rms_norm_vjp_p),
+               batch=partial(_norm_batch, rms_norm_jvp_p, ("gamma", "tgamma"), ()))
+register_rules(rms_norm_vjp_p, linear=("g",),
+               jvp=partial(composite_jvp, rms_norm_vjp_p, rms_norm_cotangent),
+               transpose=partial(transpose_to, rms_norm_vjp_p, rms_norm_jvp_p),
+               batch=partial(_norm_batch, rms_norm_vjp_p, ("gamma",), ("gamma",)))
+
+
+# layer_norm ------------------------------------------------------------------
+def _layer_norm_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, eps: float,
+                    implementation: Implementation) -> JvpResult:
+    """``t_out = layer_norm_jvp(x, weight, mean, rstd, tx, tw, tb)``, the
+    tangent map; the tangents of mean and rstd in gradrules ops."""
+    (x, weight, bias), (tx, tw, tb) = primals, tangents
+    outs = layer_norm_p.bind(x, weight, bias, eps=eps, implementation=implementation)
+    if all_zero(tangents):
+        return outs, zero_tangents(outs)
+    out, mean, rstd = outs
+    t_out = layer_norm_jvp_p.bind(x, weight, mean, rstd, instantiate(tx, x),
+                                  instantiate(tw, weight), instantiate(tb, bias), eps=eps,
+                                  implementation=implementation)
+    if is_zero(tx):
+        return outs, [t_out, *zero_tangents(outs[1:])]
+    return outs, [t_out, *layer_norm_stat_tangents(x, mean, rstd, tx)]
+
+
+register_rules(layer_norm_p, jvp=_layer_norm_jvp, transpose=NOT_LINEAR,
+               batch=partial(_norm_batch, layer_norm_p, ("weight", "bias"), ()))
+register_rules(layer_norm_jvp_p, linear=("tx", "tw", "tb"),
+               jvp=partial(composite_jvp, layer_norm_jvp_p, layer_norm_tangent),
+               transpose=partial(transpose_to, layer_norm_jvp_p, layer_norm_vjp_p),
+               batch=partial(_norm_batch, layer_norm_jvp_p, ("weight", "tw", "tb"), ()))
+register_rules(layer_norm_vjp_p, linear=("g",),
+               jvp=partial(composite_jvp, layer_norm_vjp_p, layer_norm_cotangent),
+               transpose=partial(transpose_to, layer_norm_vjp_p, layer_norm_jvp_p),
+               batch=partial(_norm_batch, layer_norm_vjp_p, ("weight",), ("weight", "weight")))
 
 
 # group_norm --------------------------------------------------------------------
@@ -185,13 +129,14 @@ def _group_norm_composite(x: Any, weight: Any, bias: Any, *, num_groups: int,
     shape, dtype = aval_of(x).shape, aval_of(x).dtype
     acc = acc_dtype(dtype)
     xg = reshape(cast(x, acc), tuple(shape[:1]) + (num_groups, -1))
-    xc = subtract(xg, _row_mean(xg))
-    xn = reshape(multiply(xc, rsqrt(add(_row_mean(square(xc)), eps))), shape)
+    xc = subtract(xg, gr_mean(xg, axis=-1, keepdims=True))
+    var = gr_mean(square(xc), axis=-1, keepdims=True)
+    xn = reshape(multiply(xc, rsqrt(add(var, eps))), shape)
     return cast(add(multiply(xn, cast(weight, acc)), cast(bias, acc)), dtype)
 
 
-def _group_norm_batch(args: Any, dims: Any, *, num_groups: int, eps: float
-                      ) -> tuple[Any, int]:
+def _group_norm_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, num_groups: int,
+                      eps: float) -> BatchResult:
     """The batch axis folds into N; a batched weight or bias is repeated
     along N so that it folds the same way."""
     size = batch_size(args, dims)
@@ -199,7 +144,7 @@ def _group_norm_batch(args: Any, dims: Any, *, num_groups: int, eps: float
     x = bdim_to_front(x, dx, size)
     shape = np.shape(x)
 
-    def fold(a: Any, d: int | None) -> Any:
+    def fold(a: Any, d: BatchDim) -> Any:
         if d is None:
             return a
         a = align_front(moveaxis(a, d, 0), len(shape))
@@ -210,7 +155,7 @@ def _group_norm_batch(args: Any, dims: Any, *, num_groups: int, eps: float
     return unfold_batch(out, size, shape[1]), 0
 
 
-register_rules(group_norm_p, jvp=composite_jvp(group_norm_p, _group_norm_composite, linear=0),
+register_rules(group_norm_p, jvp=partial(composite_jvp, group_norm_p, _group_norm_composite),
                transpose=NOT_LINEAR, batch=_group_norm_batch)
 
 
@@ -238,19 +183,19 @@ def _batch_norm_composite(x: Any, running_mean: Any, running_var: Any, weight: A
     return cast(out, dtype), cast(new_mean, dtype), cast(new_var, dtype)
 
 
-_batch_norm_composite_jvp = composite_jvp(batch_norm_p, _batch_norm_composite, linear=0)
-
-
-def _batch_norm_jvp(primals: Any, tangents: Any, **params: Any) -> Any:
+def _batch_norm_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], **params: Any
+                    ) -> JvpResult:
     """The composition's JVP in x, weight and bias; the running statistics are
     buffers and their tangents are dropped."""
-    tx, t_mean, t_var, tw, tb = tangents
-    dropped = [_jax.zero_tangent(p) for p in primals[1:3]]
-    return _batch_norm_composite_jvp(primals, [tx, *dropped, tw, tb], **params)
+    _, running_mean, running_var, _, _ = primals
+    tx, _, _, tw, tb = tangents
+    dropped = zero_tangents((running_mean, running_var))
+    return composite_jvp(batch_norm_p, _batch_norm_composite, primals, [tx, *dropped, tw, tb],
+                         **params)
 
 
-def _batch_norm_batch(args: Any, dims: Any, *, training: bool, momentum: float, eps: float,
-                      data_format: str) -> tuple[Any, Any]:
+def _batch_norm_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, training: bool,
+                      momentum: float, eps: float, data_format: str) -> BatchResult:
     """The batch axis joins the channel axis (B * C channels, each with its
     own statistics), bound once, and is split off again."""
     size = batch_size(args, dims)

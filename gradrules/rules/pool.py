@@ -1,30 +1,59 @@
 """Rules of the pool family.
 
-avg_pool2d and adaptive_avg_pool2d are separable linear maps (rules shared
-with upsample2d, see ``rules/resample.py``). max_pool2d's tangent is the input
-tangent gathered at the argmax indices: ``take_along_axis`` on the flattened
-H * W axis (``selection_jvp``), so reverse mode is take_along_axis's own
-transpose, a scatter-add of the cotangent into the argmax of each window.
+avg_pool2d and adaptive_avg_pool2d are separable linear maps ``A x B^T`` (as
+upsample2d, whose rules in ``rules/resample.py`` use the same
+``separable_transpose``): the JVP binds the primitive on the tangent and the
+transpose is the einsum with ``A^T`` and ``B^T``. max_pool2d's tangent is the
+input tangent gathered at the argmax indices: ``take_along_axis`` on the
+flattened H * W axis (``selection_jvp``), so reverse mode is take_along_axis's
+own transpose, a scatter-add of the cotangent into the argmax of each window.
 """
 
 from __future__ import annotations
 
 import math
+import string
 from functools import partial
 from typing import Any
 
 import numpy as np
 
+from .._jax import Cotangent, MaybeUndefined, Primitive, aval_of
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
-from ..primitives.indexing import take_along_axis_p
-from ..primitives.pool import adaptive_avg_pool2d_p, avg_pool2d_p, max_pool2d_p
+from ..primitives.gather import take_along_axis_p
+from ..primitives.linalg import einsum_p
+from ..primitives.pool import SEPARABLE, adaptive_avg_pool2d_p, avg_pool2d_p, max_pool2d_p
 from ..primitives.shape import reshape_p
-from ._common import front_batch, selection_jvp
-from .resample import register_separable
+from ._common import front_batch, linear_jvp, selection_jvp
 
-register_separable(avg_pool2d_p)
-register_separable(adaptive_avg_pool2d_p)
+
+# separable linear maps -------------------------------------------------------
+def separable_apply(x: Any, a: np.ndarray, b: np.ndarray) -> Any:
+    """``a x b^T`` on the last two axes of x, as one einsum."""
+    lead = string.ascii_uppercase[:np.ndim(x) - 2]
+    dtype = aval_of(x).dtype
+    return einsum_p.bind(x, np.asarray(a, dtype), np.asarray(b, dtype),
+                         equation=f"{lead}hw,ih,jw->{lead}ij")
+
+
+def separable_transpose(prim: Primitive, ct: Cotangent, x: MaybeUndefined, **params: Any
+                        ) -> list[Any]:
+    """The exact adjoint of ``prim`` (``A x B^T``): ``A^T ct B``."""
+    a, b = SEPARABLE[prim](*x.aval.shape[-2:], **params)
+    return [separable_apply(ct, a.T, b.T)]
+
+
+# avg_pool2d ------------------------------------------------------------------
+register_rules(avg_pool2d_p, jvp=partial(linear_jvp, avg_pool2d_p),
+               transpose=partial(separable_transpose, avg_pool2d_p),
+               batch=partial(front_batch, avg_pool2d_p))
+
+
+# adaptive_avg_pool2d ---------------------------------------------------------
+register_rules(adaptive_avg_pool2d_p, jvp=partial(linear_jvp, adaptive_avg_pool2d_p),
+               transpose=partial(separable_transpose, adaptive_avg_pool2d_p),
+               batch=partial(front_batch, adaptive_avg_pool2d_p))
 
 
 # max_pool2d ------------------------------------------------------------------

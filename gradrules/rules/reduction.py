@@ -9,18 +9,20 @@ centered input; logsumexp through the softmax, guarded for all -inf slices.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 
 from .. import _jax
-from .._jax import aval_of, is_zero
+from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
+                    Tangent, aval_of, is_zero)
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
+from ..primitives._compose import indicator
 from ..primitives.arithmetic import div_scale_p, divide, multiply, subtract
 from ..primitives.compare import eq, where
-from ..primitives.convert import convert_element_type
 from ..primitives.reduction import (logsumexp_p, max_p, mean_p, min_p, prod_p,
                                     reduced_size, std_p, sum_p, var_mean_p, var_p)
 from ..primitives.scan import cumprod_p
@@ -37,8 +39,8 @@ def restore_reduced(ct: Any, shape: tuple[int, ...], axes: tuple[int, ...],
     return broadcast_to_p.bind(ct, shape=tuple(shape)) if np.shape(ct) != tuple(shape) else ct
 
 
-def reduction_batch(prim: Any, args: Any, dims: Any, *, axes: tuple[int, ...],
-                    keepdims: bool, **params: Any) -> tuple[Any, Any]:
+def reduction_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim], *,
+                    axes: tuple[int, ...], keepdims: bool, **params: Any) -> BatchResult:
     """Batching of any ``axes``/``keepdims`` reduction: shift the axes around
     the batch axis, which stays where it is."""
     (x,), (d,) = args, dims
@@ -48,16 +50,23 @@ def reduction_batch(prim: Any, args: Any, dims: Any, *, axes: tuple[int, ...],
     return out, ((out_d,) * len(out) if prim.multiple_results else out_d)
 
 
-def _reduce(prim: Any, v: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+def _reduce(prim: Primitive, v: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
     return prim.bind(v, axes=axes, keepdims=keepdims)
 
 
-# sum / mean ----------------------------------------------------------------
-def _sum_transpose(ct: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> list[Any]:
+# sum -------------------------------------------------------------------------
+def _sum_transpose(ct: Cotangent, x: MaybeUndefined, *, axes: tuple[int, ...],
+                   keepdims: bool) -> list[Any]:
     return [restore_reduced(ct, tuple(x.aval.shape), axes, keepdims)]
 
 
-def _mean_transpose(ct: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> list[Any]:
+register_rules(sum_p, jvp=partial(linear_jvp, sum_p), transpose=_sum_transpose,
+               batch=partial(reduction_batch, sum_p))
+
+
+# mean ------------------------------------------------------------------------
+def _mean_transpose(ct: Cotangent, x: MaybeUndefined, *, axes: tuple[int, ...],
+                    keepdims: bool) -> list[Any]:
     """ct / n broadcast back (a size-0 x takes an empty cotangent)."""
     shape = tuple(x.aval.shape)
     out = restore_reduced(ct, shape, axes, keepdims)
@@ -65,8 +74,6 @@ def _mean_transpose(ct: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -
     return [div_scale_p.bind(out, scale=float(n)) if n > 1 else out]
 
 
-register_rules(sum_p, jvp=partial(linear_jvp, sum_p), transpose=_sum_transpose,
-               batch=partial(reduction_batch, sum_p))
 register_rules(mean_p, jvp=partial(linear_jvp, mean_p), transpose=_mean_transpose,
                batch=partial(reduction_batch, mean_p))
 
@@ -83,7 +90,8 @@ def _flatten_reduced(v: Any, axes: tuple[int, ...]) -> Any:
                           + (reduced_size(shape, axes),))
 
 
-def _prod_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
+def _prod_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axes: tuple[int, ...],
+              keepdims: bool) -> JvpResult:
     """t_out = sum_i t_i prod_{j != i} x_j, the product of the others taken as
     (exclusive prefix product) * (exclusive suffix product) over the reduced
     elements flattened into one axis: no division, exact with zeros."""
@@ -106,22 +114,23 @@ register_rules(prod_p, jvp=_prod_jvp, transpose=NOT_LINEAR,
 
 
 # max / min -----------------------------------------------------------------
-def _extremum_jvp(prim: Any, primals: Any, tangents: Any, *, axes: tuple[int, ...],
-                  keepdims: bool) -> Any:
+def _extremum_jvp(prim: Primitive, primals: Sequence[Any], tangents: Sequence[Tangent], *,
+                  axes: tuple[int, ...], keepdims: bool) -> JvpResult:
     """t_out = sum(t * at) / sum(at), at = [x == out]: ties share evenly."""
     (x,), (t,) = primals, tangents
     out = prim.bind(x, axes=axes, keepdims=keepdims)
     if is_zero(t):
         return out, _jax.zero_tangent(out)
     at = eq(x, restore_reduced(out, np.shape(x), axes, keepdims))
-    at = convert_element_type(at, dtype=aval_of(t).dtype)
+    at = indicator(at, t)
     return out, divide(_reduce(sum_p, multiply(t, at), axes, keepdims),
                        _reduce(sum_p, at, axes, keepdims))
 
 
-for _p in (max_p, min_p):
-    register_rules(_p, jvp=partial(_extremum_jvp, _p), transpose=NOT_LINEAR,
-                   batch=partial(reduction_batch, _p))
+register_rules(max_p, jvp=partial(_extremum_jvp, max_p), transpose=NOT_LINEAR,
+               batch=partial(reduction_batch, max_p))
+register_rules(min_p, jvp=partial(_extremum_jvp, min_p), transpose=NOT_LINEAR,
+               batch=partial(reduction_batch, min_p))
 
 
 # var / std / var_mean ------------------------------------------------------
@@ -135,8 +144,8 @@ def _var_tangent(x: Any, t: Any, axes: tuple[int, ...], correction: float,
     return multiply(s, 2.0 / denom if denom else np.inf)
 
 
-def _var_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...], correction: float,
-             keepdims: bool) -> Any:
+def _var_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axes: tuple[int, ...],
+             correction: float, keepdims: bool) -> JvpResult:
     (x,), (t,) = primals, tangents
     out = var_p.bind(x, axes=axes, correction=correction, keepdims=keepdims)
     if is_zero(t):
@@ -144,8 +153,12 @@ def _var_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...], correction: 
     return out, _var_tangent(x, t, axes, correction, keepdims)
 
 
-def _std_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...], correction: float,
-             keepdims: bool) -> Any:
+register_rules(var_p, jvp=_var_jvp, transpose=NOT_LINEAR,
+               batch=partial(reduction_batch, var_p))
+
+
+def _std_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axes: tuple[int, ...],
+             correction: float, keepdims: bool) -> JvpResult:
     """d std = d var / (2 std), and 0 where std == 0: the division is by a
     safe denominator and the result masked, so no order of derivative sees
     0 / 0."""
@@ -159,8 +172,12 @@ def _std_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...], correction: 
     return out, where(flat, 0.0, t_out)
 
 
-def _var_mean_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...], correction: float,
-                  keepdims: bool) -> Any:
+register_rules(std_p, jvp=_std_jvp, transpose=NOT_LINEAR,
+               batch=partial(reduction_batch, std_p))
+
+
+def _var_mean_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *,
+                  axes: tuple[int, ...], correction: float, keepdims: bool) -> JvpResult:
     (x,), (t,) = primals, tangents
     out = var_mean_p.bind(x, axes=axes, correction=correction, keepdims=keepdims)
     if is_zero(t):
@@ -169,17 +186,13 @@ def _var_mean_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...], correct
                  _reduce(mean_p, t, axes, keepdims)]
 
 
-register_rules(var_p, jvp=_var_jvp, transpose=NOT_LINEAR,
-               batch=partial(reduction_batch, var_p))
-register_rules(std_p, jvp=_std_jvp, transpose=NOT_LINEAR,
-               batch=partial(reduction_batch, std_p))
 register_rules(var_mean_p, jvp=_var_mean_jvp, transpose=NOT_LINEAR,
                batch=partial(reduction_batch, var_mean_p))
 
 
 # logsumexp -----------------------------------------------------------------
-def _logsumexp_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...], keepdims: bool
-                   ) -> Any:
+def _logsumexp_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *,
+                   axes: tuple[int, ...], keepdims: bool) -> JvpResult:
     """t_out = sum(t * exp(x - out)). Where out is -inf (an all -inf slice)
     it is replaced by 0, so exp(x - 0) = 0 there and the tangent is 0."""
     (x,), (t,) = primals, tangents

@@ -1,69 +1,64 @@
 """Rules of the resample family.
 
 Every primitive here acts on trailing image axes with any leading axes, so
-``front_batch`` moves the batch axis in front and binds once. The
-separable maps ``A x B^T`` transpose to the einsum with ``A^T`` and ``B^T``;
-pixel_shuffle and pixel_unshuffle, unpatchify and patchify are each other's
-transposes; grid_sample2d's transpose in x is its scatter-add adjoint, and
-its grid derivative is the sampling with derivative weights.
+``front_batch`` moves the batch axis in front and binds once (grid_sample2d
+and its transpose fold it into their N axis). upsample2d, a separable map
+``A x B^T``, transposes to the einsum with ``A^T`` and ``B^T``
+(``pool.separable_transpose``); pixel_shuffle and pixel_unshuffle, unpatchify
+and patchify are each other's transposes; grid_sample2d's transpose in x is
+its scatter-add adjoint, and its grid derivative is the sampling with
+derivative weights.
 """
 
 from __future__ import annotations
 
-import string
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 
 from .. import _jax
-from .._jax import Primitive, aval_of, is_undefined_primal, is_zero
+from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
+                    Tangent, aval_of, is_undefined_primal, is_zero)
 from ..core.primitive import register_rules
 from ..primitives.linalg import einsum_p
-from ..primitives.resample import (SEPARABLE, grid_sample2d_p, grid_sample2d_transpose_p,
-                                   patchify_p, pixel_shuffle_p, pixel_unshuffle_p, unpatchify_p,
+from ..primitives.resample import (grid_sample2d_p, grid_sample2d_transpose_p, patchify_p,
+                                   pixel_shuffle_p, pixel_unshuffle_p, unpatchify_p,
                                    upsample2d_p)
-from ._common import (add_tangents, front_batch, linear_jvp, reshape_axis_into,
-                      reshape_axis_out_of, to_front)
+from ._common import add_tangents, batch_size, front_batch, linear_jvp
+from ._fused import fold_batch, unfold_batch
+from .pool import separable_transpose
+
+# upsample2d ------------------------------------------------------------------
+register_rules(upsample2d_p, jvp=partial(linear_jvp, upsample2d_p),
+               transpose=partial(separable_transpose, upsample2d_p),
+               batch=partial(front_batch, upsample2d_p))
 
 
-# separable linear maps -------------------------------------------------------
-def separable_apply(x: Any, a: np.ndarray, b: np.ndarray) -> Any:
-    """``a x b^T`` on the last two axes of x, as one einsum."""
-    lead = string.ascii_uppercase[:np.ndim(x) - 2]
-    dtype = aval_of(x).dtype
-    return einsum_p.bind(x, np.asarray(a, dtype), np.asarray(b, dtype),
-                         equation=f"{lead}hw,ih,jw->{lead}ij")
-
-
-def _separable_transpose(prim: Primitive, ct: Any, x: Any, **params: Any) -> list[Any]:
-    """The exact adjoint: ``A^T ct B``."""
-    a, b = SEPARABLE[prim](*x.aval.shape[-2:], **params)
-    return [separable_apply(ct, a.T, b.T)]
-
-
-def register_separable(prim: Primitive) -> None:
-    register_rules(prim, jvp=partial(linear_jvp, prim),
-                   transpose=partial(_separable_transpose, prim),
-                   batch=partial(front_batch, prim))
-
-
-register_separable(upsample2d_p)
-
-
-# permutations ----------------------------------------------------------------
-def _inverse_transpose(inverse: Primitive, ct: Any, x: Any, **params: Any) -> list[Any]:
+# permutations: pixel_shuffle / pixel_unshuffle, unpatchify / patchify ----------
+def _inverse_transpose(inverse: Primitive, ct: Cotangent, x: MaybeUndefined, **params: Any
+                       ) -> list[Any]:
+    """The transpose of a permutation: its inverse permutation ``inverse``."""
     return [inverse.bind(ct, **params)]
 
 
-for _p, _inv in ((pixel_shuffle_p, pixel_unshuffle_p), (pixel_unshuffle_p, pixel_shuffle_p),
-                 (unpatchify_p, patchify_p), (patchify_p, unpatchify_p)):
-    register_rules(_p, jvp=partial(linear_jvp, _p), transpose=partial(_inverse_transpose, _inv),
-                   batch=partial(front_batch, _p))
+register_rules(pixel_shuffle_p, jvp=partial(linear_jvp, pixel_shuffle_p),
+               transpose=partial(_inverse_transpose, pixel_unshuffle_p),
+               batch=partial(front_batch, pixel_shuffle_p))
+register_rules(pixel_unshuffle_p, jvp=partial(linear_jvp, pixel_unshuffle_p),
+               transpose=partial(_inverse_transpose, pixel_shuffle_p),
+               batch=partial(front_batch, pixel_unshuffle_p))
+register_rules(unpatchify_p, jvp=partial(linear_jvp, unpatchify_p),
+               transpose=partial(_inverse_transpose, patchify_p),
+               batch=partial(front_batch, unpatchify_p))
+register_rules(patchify_p, jvp=partial(linear_jvp, patchify_p),
+               transpose=partial(_inverse_transpose, unpatchify_p),
+               batch=partial(front_batch, patchify_p))
 
 
-# grid_sample2d ---------------------------------------------------------------
-def _grid_component(a: Any, t_grid: Any, k: int) -> Any:
+# grid_sample2d / grid_sample2d_transpose -------------------------------------
+def _grid_component(a: Any, t_grid: Tangent, k: int) -> Any:
     """``a[n, c, h, w] * t_grid[n, h, w, k]``: one coordinate of the grid tangent."""
     e = np.zeros(2, aval_of(a).dtype)
     e[k] = 1
@@ -74,8 +69,18 @@ def _with_derivative(derivative: tuple[int, int], k: int) -> tuple[int, int]:
     return (1, derivative[1]) if k == 0 else (derivative[0], 1)
 
 
-def _grid_sample2d_jvp(primals: Any, tangents: Any, *, derivative: tuple[int, int],
-                       align_corners: bool) -> Any:
+def _image_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim],
+                 **params: Any) -> BatchResult:
+    """Both operands [N, ...]: the batch axis (an unbatched operand broadcast
+    along it) is merged into N, one primitive, then split out again."""
+    size = batch_size(args, dims)
+    n = [s for i, s in enumerate(np.shape(args[0])) if i != dims[0]][0]
+    out = prim.bind(*[fold_batch(a, d, size) for a, d in zip(args, dims)], **params)
+    return unfold_batch(out, size, n), 0
+
+
+def _grid_sample2d_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *,
+                       derivative: tuple[int, int], align_corners: bool) -> JvpResult:
     """t = sample(t_x) + sum_k t_grid[..., k] * sample_k(x), where sample_k
     differentiates the weights of direction k (0 if they already are: the
     weights are piecewise linear)."""
@@ -93,8 +98,8 @@ def _grid_sample2d_jvp(primals: Any, tangents: Any, *, derivative: tuple[int, in
     return out, t
 
 
-def _grid_sample2d_transpose(ct: Any, x: Any, grid: Any, *, derivative: tuple[int, int],
-                             align_corners: bool) -> list[Any]:
+def _grid_sample2d_transpose(ct: Cotangent, x: MaybeUndefined, grid: MaybeUndefined, *,
+                             derivative: tuple[int, int], align_corners: bool) -> list[Any]:
     if is_undefined_primal(grid):
         raise ValueError("gradrules.grid_sample2d is not linear in grid")
     size = tuple(x.aval.shape[2:])
@@ -102,8 +107,13 @@ def _grid_sample2d_transpose(ct: Any, x: Any, grid: Any, *, derivative: tuple[in
                                            align_corners=align_corners, size=size), None]
 
 
-def _grid_sample2d_transpose_jvp(primals: Any, tangents: Any, *, derivative: tuple[int, int],
-                                 align_corners: bool, size: tuple[int, int]) -> Any:
+register_rules(grid_sample2d_p, linear=("x",), jvp=_grid_sample2d_jvp,
+               transpose=_grid_sample2d_transpose, batch=partial(_image_batch, grid_sample2d_p))
+
+
+def _grid_sample2d_transpose_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *,
+                                 derivative: tuple[int, int], align_corners: bool,
+                                 size: tuple[int, int]) -> JvpResult:
     """Linear in ct; in the grid, the scatter of ct * t_grid[..., k] with the
     weights of direction k differentiated."""
     (ct, grid), (tct, tg) = primals, tangents
@@ -121,26 +131,15 @@ def _grid_sample2d_transpose_jvp(primals: Any, tangents: Any, *, derivative: tup
     return out, t
 
 
-def _grid_sample2d_transpose_transpose(ct: Any, ct_in: Any, grid: Any, *,
-                                       derivative: tuple[int, int], align_corners: bool,
-                                       size: tuple[int, int]) -> list[Any]:
+def _grid_sample2d_transpose_transpose(ct: Cotangent, ct_in: MaybeUndefined,
+                                       grid: MaybeUndefined, *, derivative: tuple[int, int],
+                                       align_corners: bool, size: tuple[int, int]) -> list[Any]:
     if is_undefined_primal(grid):
         raise ValueError("gradrules.grid_sample2d_transpose is not linear in grid")
     return [grid_sample2d_p.bind(ct, grid, derivative=derivative, align_corners=align_corners),
             None]
 
 
-def _fold_batch(prim: Primitive, args: Any, dims: Any, **params: Any) -> tuple[Any, int]:
-    """Both operands [N, ...]: the batch axis (an unbatched operand broadcast
-    along it) is merged into N, one primitive, then split out again."""
-    fronted = to_front(args, dims)
-    size, n = np.shape(fronted[0])[:2]
-    out = prim.bind(*[reshape_axis_into(0, 0, a) for a in fronted], **params)
-    return reshape_axis_out_of(0, size, out, n), 0
-
-
-register_rules(grid_sample2d_p, jvp=_grid_sample2d_jvp, transpose=_grid_sample2d_transpose,
-               batch=partial(_fold_batch, grid_sample2d_p))
-register_rules(grid_sample2d_transpose_p, jvp=_grid_sample2d_transpose_jvp,
+register_rules(grid_sample2d_transpose_p, linear=("ct",), jvp=_grid_sample2d_transpose_jvp,
                transpose=_grid_sample2d_transpose_transpose,
-               batch=partial(_fold_batch, grid_sample2d_transpose_p))
+               batch=partial(_image_batch, grid_sample2d_transpose_p))

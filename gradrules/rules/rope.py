@@ -1,39 +1,34 @@
-"""Rules of the rope family. rope is linear in x: its JVP is rope of the
-tangent, its transpose is the inverse rotation (``inverse`` flipped), and
-positions take no tangent. Batching folds the vmapped axis into the batch."""
+"""Rules of the rope family. rope is linear in x (``linear=("x",)``): its JVP
+is rope of the tangent (``linear_jvp``), its transpose is the inverse
+rotation (``inverse`` flipped), and positions take no tangent. Batching folds
+the vmapped axis into the batch."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from .. import _jax
-from .._jax import is_zero
+from .._jax import BatchDim, BatchResult, Cotangent, MaybeUndefined
+from ..core.kernels import Implementation
 from ..core.primitive import register_rules
 from ..primitives.rope import rope_p
 from ..primitives.shape import broadcast_to_p, expand_dims_p
-from ._common import batch_size, bdim_to_front
+from ._common import batch_size, bdim_to_front, linear_jvp
 from ._fused import fold_batch, unfold_batch
 
 
-def _rope_jvp(primals: Any, tangents: Any, *, theta: float, inverse: bool,
-              kernel: str) -> Any:
-    x, positions = primals
-    tx, _ = tangents
-    out = rope_p.bind(x, positions, theta=theta, inverse=inverse, kernel=kernel)
-    if is_zero(tx):
-        return out, _jax.zero_tangent(out)
-    return out, rope_p.bind(tx, positions, theta=theta, inverse=inverse, kernel=kernel)
+def _rope_transpose(ct: Cotangent, x: MaybeUndefined, positions: MaybeUndefined, *,
+                    theta: float, inverse: bool, implementation: Implementation) -> list[Any]:
+    """The inverse rotation of the cotangent; positions take none."""
+    return [rope_p.bind(ct, positions, theta=theta, inverse=not inverse,
+                        implementation=implementation), None]
 
 
-def _rope_transpose(ct: Any, x: Any, positions: Any, *, theta: float, inverse: bool,
-                    kernel: str) -> list[Any]:
-    return [rope_p.bind(ct, positions, theta=theta, inverse=not inverse, kernel=kernel), None]
-
-
-def _rope_batch(args: Any, dims: Any, *, theta: float, inverse: bool,
-                kernel: str) -> tuple[Any, int]:
+def _rope_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, theta: float, inverse: bool,
+                implementation: Implementation) -> BatchResult:
     """x [n, B, S, H, D] -> [n * B, S, H, D]; positions follow ([S] stays
     shared when unbatched, otherwise [n * B, S])."""
     (x, positions), (dx, dp) = args, dims
@@ -45,8 +40,9 @@ def _rope_batch(args: Any, dims: Any, *, theta: float, inverse: bool,
         if np.ndim(positions) == 2:                # [n, S]: one row per vmapped example
             positions = expand_dims_p.bind(positions, axes=(1,))
         positions = fold_batch(broadcast_to_p.bind(positions, shape=(n, b, s)), 0, n)
-    out = rope_p.bind(x, positions, theta=theta, inverse=inverse, kernel=kernel)
+    out = rope_p.bind(x, positions, theta=theta, inverse=inverse, implementation=implementation)
     return unfold_batch(out, n, b), 0
 
 
-register_rules(rope_p, jvp=_rope_jvp, transpose=_rope_transpose, batch=_rope_batch)
+register_rules(rope_p, linear=("x",), jvp=partial(linear_jvp, rope_p),
+               transpose=_rope_transpose, batch=_rope_batch)

@@ -1,13 +1,16 @@
-"""Rules of the rounding family: zero derivative, elementwise batching."""
+"""Rules of the rounding family: zero derivative, not linear, elementwise
+batching."""
 
 from __future__ import annotations
 
-from functools import partial
 
 from ..core.primitive import register_rules
-from ..core.registry import NOT_LINEAR, ZERO_DERIVATIVE
+from ..core.registry import ZERO_DERIVATIVE
 from ..primitives.rounding import ceil_p, floor_p, round_p, trunc_p
-from ._common import unary_batch
+from ._common import marker_rules
 
-for _p in (floor_p, ceil_p, round_p, trunc_p):
-    register_rules(_p, jvp=ZERO_DERIVATIVE, transpose=NOT_LINEAR, batch=partial(unary_batch, _p))
+
+register_rules(floor_p, **marker_rules(floor_p, ZERO_DERIVATIVE))
+register_rules(ceil_p, **marker_rules(ceil_p, ZERO_DERIVATIVE))
+register_rules(round_p, **marker_rules(round_p, ZERO_DERIVATIVE))
+register_rules(trunc_p, **marker_rules(trunc_p, ZERO_DERIVATIVE))

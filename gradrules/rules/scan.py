@@ -5,25 +5,27 @@ its two directions transpose to each other)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 
 from .. import _jax
-from .._jax import is_undefined_primal, is_zero
+from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
+                    Tangent, is_undefined_primal, is_zero)
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
 from ..primitives.arithmetic import add, multiply, subtract
 from ..primitives.compare import eq, where
-from ..primitives.indexing import take_along_axis_p
+from ..primitives.gather import take_along_axis_p
 from ..primitives.scan import cummax_p, cumprod_p, cumsum_p, linear_recurrence_p
 from ..primitives.shape import broadcast_in_dim_p
 from ._common import add_tangents, linear_jvp, shifted_front_batch
 
 
-def axis_batch(prim: Any, args: Any, dims: Any, *, axis: int, **params: Any
-               ) -> tuple[Any, Any]:
+def axis_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim], *, axis: int,
+               **params: Any) -> BatchResult:
     """Batching of a primitive that acts along ``axis`` and keeps the other
     axes in place (scans, sort, topk): the batch axis stays where it is and
     ``axis`` moves past it. Several operands are brought to a common front
@@ -36,7 +38,8 @@ def axis_batch(prim: Any, args: Any, dims: Any, *, axis: int, **params: Any
 
 
 # cumsum ----------------------------------------------------------------------
-def _cumsum_transpose(ct: Any, x: Any, *, axis: int, reverse: bool) -> list[Any]:
+def _cumsum_transpose(ct: Cotangent, x: MaybeUndefined, *, axis: int, reverse: bool
+                      ) -> list[Any]:
     return [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
 
 
@@ -45,8 +48,8 @@ register_rules(cumsum_p, jvp=partial(linear_jvp, cumsum_p), transpose=_cumsum_tr
 
 
 # cumprod ---------------------------------------------------------------------
-def _cumprod_jvp(primals: Any, tangents: Any, *, axis: int, reverse: bool,
-                 exclusive: bool) -> Any:
+def _cumprod_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axis: int,
+                 reverse: bool, exclusive: bool) -> JvpResult:
     """E = exclusive product, dE = linear_recurrence(x, t * E); the inclusive
     product x * E has the tangent t * E + x * dE."""
     (x,), (t,) = primals, tangents
@@ -83,7 +86,8 @@ def running_argmax(x: Any, out: Any, axis: int, reverse: bool) -> Any:
     return subtract(np.asarray(n - 1, np.int32), last) if reverse else last
 
 
-def _cummax_jvp(primals: Any, tangents: Any, *, axis: int, reverse: bool) -> Any:
+def _cummax_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axis: int,
+                reverse: bool) -> JvpResult:
     """t_out = take_along_axis(t, running_argmax): linear in t."""
     (x,), (t,) = primals, tangents
     out = cummax_p.bind(x, axis=axis, reverse=reverse)
@@ -98,7 +102,8 @@ register_rules(cummax_p, jvp=_cummax_jvp, transpose=NOT_LINEAR,
 
 
 # linear_recurrence -----------------------------------------------------------
-def _linear_recurrence_jvp(primals: Any, tangents: Any, *, axis: int, reverse: bool) -> Any:
+def _linear_recurrence_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axis: int,
+                           reverse: bool) -> JvpResult:
     """ds = linear_recurrence(a, t_b + t_a * s): linear in (t_a, t_b)."""
     (a, b), (ta, tb) = primals, tangents
     out = linear_recurrence_p.bind(a, b, axis=axis, reverse=reverse)
@@ -108,13 +113,13 @@ def _linear_recurrence_jvp(primals: Any, tangents: Any, *, axis: int, reverse: b
     return out, linear_recurrence_p.bind(a, rhs, axis=axis, reverse=reverse)
 
 
-def _linear_recurrence_transpose(ct: Any, a: Any, b: Any, *, axis: int, reverse: bool
-                                 ) -> list[Any]:
+def _linear_recurrence_transpose(ct: Cotangent, a: MaybeUndefined, b: MaybeUndefined, *,
+                                 axis: int, reverse: bool) -> list[Any]:
     if is_undefined_primal(a):
         raise ValueError("gradrules.linear_recurrence is not linear in its coefficients a")
     return [None, linear_recurrence_p.bind(a, ct, axis=axis, reverse=not reverse)]
 
 
-register_rules(linear_recurrence_p, jvp=_linear_recurrence_jvp,
+register_rules(linear_recurrence_p, linear=("b",), jvp=_linear_recurrence_jvp,
                transpose=_linear_recurrence_transpose,
                batch=partial(axis_batch, linear_recurrence_p))

@@ -1,53 +1,71 @@
 """Rules of the softmax family (softmax, log_softmax; three primitives each).
 
-* forward: its JVP binds the tangent-map primitive on the output;
+* forward: its JVP binds the tangent-map primitive on the output and the
+  input's tangent (``_rows_jvp``);
 * tangent map and backward: transposes of each other (softmax's are the
-  same map, its Jacobian being symmetric); their JVPs come from the
-  reference compositions below, written in gradrules ops;
+  same map, its Jacobian being symmetric); their JVPs differentiate the
+  gradrules-op compositions they are lowered from (``composite_jvp`` of
+  ``softmax_tangent``, ``log_softmax_tangent``, ``log_softmax_cotangent``);
 * batching: the batch axis goes to the front and ``axis`` moves by one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
-from .._jax import Primitive
-from ..primitives.arithmetic import multiply, subtract
-from ..primitives.reduction import sum as gr_sum
-from ..primitives.softmax import (log_softmax_jvp_p, log_softmax_p, log_softmax_vjp_p,
-                                  softmax_jvp_p, softmax_p, softmax_vjp_p)
-from ..primitives.unary import exp
-from ._fused import fused_forward_jvp, outputs_only, register_fused, to_front
+from .. import _jax
+from .._jax import BatchDim, BatchResult, JvpResult, Primitive, Tangent, is_zero
+from ..core.kernels import Implementation
+from ..core.primitive import register_rules
+from ..core.registry import NOT_LINEAR
+from ..primitives.softmax import (log_softmax_cotangent, log_softmax_jvp_p, log_softmax_p,
+                                  log_softmax_tangent, log_softmax_vjp_p, softmax_jvp_p,
+                                  softmax_p, softmax_tangent, softmax_vjp_p)
+from ._common import to_front
+from ._fused import composite_jvp, transpose_to
 
 
-# reference compositions of the tangent maps and backwards -------------------
-def _softmax_tangent(y: Any, t: Any, *, axis: int, kernel: str) -> Any:
-    """``y * (t - sum(y t))``: softmax's tangent map and backward alike."""
-    return multiply(y, subtract(t, gr_sum(multiply(y, t), axis=axis, keepdims=True)))
+def _rows_jvp(forward: Primitive, tangent_map: Primitive, primals: Sequence[Any],
+              tangents: Sequence[Tangent], *, axis: int,
+              implementation: Implementation) -> JvpResult:
+    """The forward's JVP: ``tangent_map(out, t)``, the tangent map applied to
+    the forward's output and the input's tangent."""
+    (x,), (t,) = primals, tangents
+    out = forward.bind(x, axis=axis, implementation=implementation)
+    if is_zero(t):
+        return out, _jax.zero_tangent(out)
+    return out, tangent_map.bind(out, t, axis=axis, implementation=implementation)
 
 
-def _log_softmax_tangent(logp: Any, t: Any, *, axis: int, kernel: str) -> Any:
-    """``t - sum(exp(logp) t)``."""
-    return subtract(t, gr_sum(multiply(exp(logp), t), axis=axis, keepdims=True))
+def _rows_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim], *, axis: int,
+                implementation: Implementation) -> BatchResult:
+    """Batch axes to the front (unbatched operands broadcast), ``axis`` + 1."""
+    return prim.bind(*to_front(args, dims), axis=axis + 1, implementation=implementation), 0
 
 
-def _log_softmax_cotangent(logp: Any, g: Any, *, axis: int, kernel: str) -> Any:
-    """``g - exp(logp) sum(g)``."""
-    return subtract(g, multiply(exp(logp), gr_sum(g, axis=axis, keepdims=True)))
+# softmax ---------------------------------------------------------------------
+register_rules(softmax_p, jvp=partial(_rows_jvp, softmax_p, softmax_jvp_p),
+               transpose=NOT_LINEAR, batch=partial(_rows_batch, softmax_p))
+register_rules(softmax_jvp_p, linear=("t",),
+               jvp=partial(composite_jvp, softmax_jvp_p, softmax_tangent),
+               transpose=partial(transpose_to, softmax_jvp_p, softmax_vjp_p),
+               batch=partial(_rows_batch, softmax_jvp_p))
+register_rules(softmax_vjp_p, linear=("g",),
+               jvp=partial(composite_jvp, softmax_vjp_p, softmax_tangent),
+               transpose=partial(transpose_to, softmax_vjp_p, softmax_jvp_p),
+               batch=partial(_rows_batch, softmax_vjp_p))
 
 
-# rules shared by both ops -----------------------------------------------------
-def _rows_batch(prim: Primitive, args: Any, dims: Any, *, axis: int, kernel: str
-                ) -> tuple[Any, int]:
-    return prim.bind(*to_front(args, dims), axis=axis + 1, kernel=kernel), 0
-
-
-for _fwd, _jvp, _vjp, _jvp_ref, _vjp_ref in (
-        (softmax_p, softmax_jvp_p, softmax_vjp_p, _softmax_tangent, _softmax_tangent),
-        (log_softmax_p, log_softmax_jvp_p, log_softmax_vjp_p, _log_softmax_tangent,
-         _log_softmax_cotangent)):
-    # the forward's JVP: the tangent map applied to the output and ``t``
-    register_fused(_fwd, _jvp, _vjp,
-                   jvp=fused_forward_jvp(_fwd, _jvp, fixed=outputs_only, linear=(0,)),
-                   tangent_ref=_jvp_ref,
-                   backward_ref=_vjp_ref, fixed=1, batch=_rows_batch)
+# log_softmax -------------------------------------------------------------------
+register_rules(log_softmax_p, jvp=partial(_rows_jvp, log_softmax_p, log_softmax_jvp_p),
+               transpose=NOT_LINEAR, batch=partial(_rows_batch, log_softmax_p))
+register_rules(log_softmax_jvp_p, linear=("t",),
+               jvp=partial(composite_jvp, log_softmax_jvp_p, log_softmax_tangent),
+               transpose=partial(transpose_to, log_softmax_jvp_p, log_softmax_vjp_p),
+               batch=partial(_rows_batch, log_softmax_jvp_p))
+register_rules(log_softmax_vjp_p, linear=("g",),
+               jvp=partial(composite_jvp, log_softmax_vjp_p, log_softmax_cotangent),
+               transpose=partial(transpose_to, log_softmax_vjp_p, log_softmax_jvp_p),
+               batch=partial(_rows_batch, log_softmax_vjp_p))

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.primitive import register_rules
 from ..core.registry import NOT_DIFFERENTIABLE, NOT_LINEAR
-from ..primitives.indexing import take_along_axis_p
+from ..primitives.gather import take_along_axis_p
 from ..primitives.sort import argmax_p, argmin_p, argsort_p, sort_p, topk_p
 from ._common import selection_jvp
 from .reduction import reduction_batch
@@ -24,11 +24,13 @@ def _gather_along_axis(t: Any, indices: Any, *, axis: int, **params: Any) -> Any
     return take_along_axis_p.bind(t, indices, axis=axis)
 
 
-for _p in (sort_p, topk_p):
-    register_rules(_p, jvp=partial(selection_jvp, _p, _gather_along_axis), transpose=NOT_LINEAR,
-                   batch=partial(axis_batch, _p))
+register_rules(sort_p, jvp=partial(selection_jvp, sort_p, _gather_along_axis),
+               transpose=NOT_LINEAR, batch=partial(axis_batch, sort_p))
 register_rules(argsort_p, jvp=NOT_DIFFERENTIABLE, transpose=NOT_LINEAR,
                batch=partial(axis_batch, argsort_p))
-for _p in (argmax_p, argmin_p):
-    register_rules(_p, jvp=NOT_DIFFERENTIABLE, transpose=NOT_LINEAR,
-                   batch=partial(reduction_batch, _p))
+register_rules(topk_p, jvp=partial(selection_jvp, topk_p, _gather_along_axis),
+               transpose=NOT_LINEAR, batch=partial(axis_batch, topk_p))
+register_rules(argmax_p, jvp=NOT_DIFFERENTIABLE, transpose=NOT_LINEAR,
+               batch=partial(reduction_batch, argmax_p))
+register_rules(argmin_p, jvp=NOT_DIFFERENTIABLE, transpose=NOT_LINEAR,
+               batch=partial(reduction_batch, argmin_p))

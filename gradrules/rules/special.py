@@ -12,11 +12,12 @@ from typing import Any
 import jax.numpy as jnp
 
 from .._jax import aval_of
+from ..core.primitive import register_rules
 from ..primitives import special as s
 from ..primitives.arithmetic import add, divide, multiply, subtract
 from ..primitives.compare import le, where
 from ..primitives.unary import abs, exp, neg, sign, square
-from ._common import register_elementwise_rules
+from ._common import elementwise_rules
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
@@ -25,28 +26,42 @@ def _erf_dx(x: Any, out: Any) -> Any:
     return multiply(exp(neg(square(x))), _TWO_OVER_SQRT_PI)
 
 
+register_rules(s.erf_p, **elementwise_rules(s.erf_p, _erf_dx))
+
+
 def _erfc_dx(x: Any, out: Any) -> Any:
     return multiply(exp(neg(square(x))), -_TWO_OVER_SQRT_PI)
+
+
+register_rules(s.erfc_p, **elementwise_rules(s.erfc_p, _erfc_dx))
 
 
 def _erfinv_dx(x: Any, out: Any) -> Any:
     return multiply(exp(square(out)), math.sqrt(math.pi) / 2.0)
 
 
+register_rules(s.erfinv_p, **elementwise_rules(s.erfinv_p, _erfinv_dx))
+
+
 def _lgamma_dx(x: Any, out: Any) -> Any:
     return s.digamma(x)
+
+
+register_rules(s.lgamma_p, **elementwise_rules(s.lgamma_p, _lgamma_dx))
 
 
 def _digamma_dx(x: Any, out: Any) -> Any:
     return s.polygamma_p.bind(x, n=1)
 
 
-def _polygamma_dx(x: Any, out: Any, *, n: int) -> Any:
-    return s.polygamma_p.bind(x, n=n + 1)
+register_rules(s.digamma_p, **elementwise_rules(s.digamma_p, _digamma_dx))
 
 
 def _bessel_i0e_dx(x: Any, out: Any) -> Any:
     return subtract(s.bessel_i1e(x), multiply(sign(x), out))
+
+
+register_rules(s.bessel_i0e_p, **elementwise_rules(s.bessel_i0e_p, _bessel_i0e_dx))
 
 
 def _i1e_dx_taylor(n: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -105,6 +120,9 @@ def _bessel_i1e_dx(x: Any, out: Any) -> Any:
     return where(small, series, formula)
 
 
+register_rules(s.bessel_i1e_p, **elementwise_rules(s.bessel_i1e_p, _bessel_i1e_dx))
+
+
 def _zeta_dx(x: Any, q: Any, out: Any) -> Any:
     raise NotImplementedError(
         "gradrules.zeta: the derivative with respect to x (the exponent) is not "
@@ -115,10 +133,11 @@ def _zeta_dq(x: Any, q: Any, out: Any) -> Any:
     return neg(multiply(x, s.zeta(add(x, 1.0), q)))
 
 
-_PARTIALS = {
-    s.erf_p: _erf_dx, s.erfc_p: _erfc_dx, s.erfinv_p: _erfinv_dx, s.lgamma_p: _lgamma_dx,
-    s.digamma_p: _digamma_dx, s.polygamma_p: _polygamma_dx,
-    s.bessel_i0e_p: _bessel_i0e_dx, s.bessel_i1e_p: _bessel_i1e_dx,
-}
-_PARTIALS[s.zeta_p] = (_zeta_dx, _zeta_dq)
-register_elementwise_rules(_PARTIALS)
+register_rules(s.zeta_p, **elementwise_rules(s.zeta_p, _zeta_dx, _zeta_dq))
+
+
+def _polygamma_dx(x: Any, out: Any, *, n: int) -> Any:
+    return s.polygamma_p.bind(x, n=n + 1)
+
+
+register_rules(s.polygamma_p, **elementwise_rules(s.polygamma_p, _polygamma_dx))

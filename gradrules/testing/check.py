@@ -1,572 +1,46 @@
-"""``gradrules.check``: the rule checker.
+"""``gradrules.check``: the rule checker's driver.
 
-For each sample call of an op it checks, in float64:
-
-1. ``abstract_eval``: abstract evaluation against the concrete output (shape,
-   dtype, weak type);
-2. ``jit``: eager against ``jax.jit``;
-3. ``reference``: the op against its plain jax.numpy reference composition,
-   value and directional derivatives up to the op's order;
-4. ``fd``: JVP and VJP against central finite differences, recursively to the
-   op's order (2, or 3 for the seed yaml's chains), as JAX's check_grads does;
-5. ``transpose``: for each group of operands the op is linear in,
-   ``<A x, y> == <x, A^T y>`` through ``jax.linear_transpose``;
-6. ``vmap``: against a Python loop for every combination of in_axes in
-   {None, 0, last} over the array operands (at least one batched) on the
-   op's sample with the most distinct operand ranks, and on the others each
-   operand alone unbatched, each alone batched, all 0 and all last; nested
-   vmap, vmap of grad and jvp of vmap;
-7. ``closure``: the jaxprs of ``jax.grad``, ``jax.jacfwd`` and ``jax.hessian``
-   hold only catalog primitives and the structural ones JAX itself emits for
-   the same transform of a catalog-only function;
-8. ``hessian_symmetry``: the Hessian of a scalar composition is symmetric;
-9. ``dtypes``: abstract eval and values at each dtype the op supports
-   (float16, bfloat16, float32, integers) against the float64 result.
+It runs the property checks of ``testing.properties`` (their list and what
+each verifies is there) on every sample call of an op from the sample table
+(``testing.samples``), or on the arguments given, in float64, and returns a
+``Report``. Tangents and cotangents are drawn from a generator seeded by a
+stable digest of the op's and the check's names, so two runs draw the same.
 """
 
 from __future__ import annotations
 
-import itertools
-from functools import partial
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+import zlib
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
 import jax
-import jax.numpy as jnp
-from jax.flatten_util import ravel_pytree
 
-from .. import _jax
-from ..core.registry import OpDef, get_op, is_catalog_primitive, list_ops
+from ..core.registry import OpDef, get_op, list_ops
+from .case import Case, Mismatch, NotApplicable, make_case, rank_variety
+from .properties import PROPERTIES
 from .report import FAIL, NA, PASS, CheckResult, Report
-from .samples import OpInfo, Sample, Tol, opinfo, samples_for
+from .samples import OpInfo, Sample, opinfo, samples_for
 
-CHECKS = ("abstract_eval", "jit", "reference", "fd", "transpose", "vmap", "closure",
-          "hessian_symmetry", "dtypes")
-_DTYPE_TOL = {"float16": 1e-2, "bfloat16": 4e-2, "float32": 1e-5, "float64": 1e-12}
+CHECKS = tuple(PROPERTIES)
 
 
-class _Mismatch(Exception):
-    def __init__(self, abs_err: float, rel_err: float, msg: str):
-        super().__init__(msg)
-        self.abs_err, self.rel_err = abs_err, rel_err
+def seed(*names: str) -> int:
+    """A seed that is the same in every process (unlike ``hash`` of a string)."""
+    return zlib.crc32("/".join(names).encode())
 
 
-@dataclass
-class _Case:
-    """One sample call, with its array leaves split out so transforms can
-    act on them."""
-
-    name: str
-    op: OpDef | None
-    fn: Callable[..., Any]
-    sample: Sample
-    leaves: list[np.ndarray]
-    names: list[str]
-    rebuild: Callable[[Sequence[Any]], tuple[Any, ...]]
-    info: OpInfo | None
-    index: int = 0          # position of the sample in the op's table
-    full_vmap: bool = True  # vmap over every in_axes combination (else a cover)
-
-    def call(self, *leaves: Any) -> Any:
-        return self.fn(*self.rebuild(leaves), **self.sample.kwargs)
-
-    def reference(self, *leaves: Any) -> Any:
-        assert self.op is not None and self.op.reference is not None
-        return self.op.reference(*self.rebuild(leaves), **self.sample.kwargs)
-
-    @property
-    def diff_idx(self) -> list[int]:
-        skip = set()
-        if self.op is not None:
-            skip = set(self.op.nondiff) | set(self.op.not_implemented)
-        return [i for i, (a, n) in enumerate(zip(self.leaves, self.names))
-                if _is_float(a) and n not in skip]
-
-    def float_outputs(self, fn: Callable[..., Any]) -> Callable[..., list[Any]]:
-        """``fn`` of the differentiable leaves alone, returning float outputs."""
-        idx = self.diff_idx
-
-        def f(*dleaves: Any) -> list[Any]:
-            leaves: list[Any] = list(self.leaves)
-            for i, v in zip(idx, dleaves):
-                leaves[i] = v
-            outs = jax.tree_util.tree_leaves(fn(*leaves))
-            return [o for o in outs if _is_float(o)]
-        return f
-
-    @property
-    def tol(self) -> Tol:
-        return self.info.fd_tol if self.info else Tol()
-
-
-def _is_float(x: Any) -> bool:
-    return bool(jnp.issubdtype(jnp.result_type(x), jnp.floating))
-
-
-def _is_array(x: Any) -> bool:
-    return isinstance(x, (np.ndarray, jax.Array))
-
-
-def _make_case(name: str, op: OpDef | None, fn: Callable[..., Any], sample: Sample,
-               info: OpInfo | None) -> _Case:
-    flat, tree = jax.tree_util.tree_flatten(sample.args, is_leaf=_is_array)
-    pos = [i for i, x in enumerate(flat) if _is_array(x)]
-    # name of each array leaf: the operand name of the positional arg it is in
-    arg_of_leaf: list[int] = []
-    for ai, a in enumerate(sample.args):
-        n = len(jax.tree_util.tree_leaves(a, is_leaf=_is_array))
-        arg_of_leaf += [ai] * n
-    operands = op.operands if op else ()
-    names = []
-    for i in pos:
-        ai = arg_of_leaf[i]
-        if ai < len(operands):
-            names.append(operands[ai].lstrip("*"))
-        elif operands and operands[-1].startswith("*"):
-            names.append(operands[-1].lstrip("*"))
-        else:
-            names.append(f"arg{ai}")
-
-    def rebuild(leaves: Sequence[Any]) -> tuple[Any, ...]:
-        new = list(flat)
-        for i, v in zip(pos, leaves):
-            new[i] = v
-        return tuple(jax.tree_util.tree_unflatten(tree, new))
-
-    leaves = [np.asarray(flat[i]) for i in pos]
-    return _Case(name, op, fn, sample, leaves, names, rebuild, info)
-
-
-# ----------------------------------------------------------------- helpers
-def _tree_arrays(x: Any) -> list[np.ndarray]:
-    return [np.asarray(v) for v in jax.tree_util.tree_leaves(x)]
-
-
-def _compare(got: Any, want: Any, tol: Tol, what: str) -> tuple[float, float]:
-    """Max abs / rel error of two pytrees; raises _Mismatch beyond tolerance."""
-    g, w = _tree_arrays(got), _tree_arrays(want)
-    if len(g) != len(w):
-        raise _Mismatch(np.inf, np.inf, f"{what}: {len(g)} outputs vs {len(w)}")
-    max_abs = max_rel = 0.0
-    for a, b in zip(g, w):
-        if a.shape != b.shape:
-            raise _Mismatch(np.inf, np.inf, f"{what}: shape {a.shape} vs {b.shape}")
-        if a.size == 0:
-            continue
-        a64 = a.astype(np.float64) if a.dtype != jax.dtypes.float0 else np.zeros(a.shape)
-        b64 = b.astype(np.float64) if b.dtype != jax.dtypes.float0 else np.zeros(b.shape)
-        same_inf = (a64 == b64) | (np.isnan(a64) & np.isnan(b64))
-        with np.errstate(invalid="ignore"):   # inf - inf where both are the same inf
-            err = np.where(same_inf, 0.0, np.abs(a64 - b64))
-        if np.isnan(err).any():
-            raise _Mismatch(np.nan, np.nan, f"{what}: NaN where the other has a number")
-        bound = tol.atol + tol.rtol * np.abs(np.where(np.isfinite(b64), b64, 0.0))
-        e = float(err.max())
-        r = float((err / np.maximum(np.abs(b64), 1e-300)).max()) if e else 0.0
-        max_abs, max_rel = max(max_abs, e), max(max_rel, min(r, 1e300))
-        if (err > bound).any():
-            raise _Mismatch(max_abs, max_rel, f"{what}: max abs err {e:.3e} beyond "
-                            f"atol={tol.atol:g}, rtol={tol.rtol:g}")
-    return max_abs, max_rel
-
-
-def _vdot(a: Sequence[Any], b: Sequence[Any]) -> Any:
-    total = 0.0
-    for x, y in zip(a, b):
-        if np.size(x):
-            total = total + jnp.vdot(jnp.asarray(x, jnp.float64).ravel(),
-                                     jnp.asarray(y, jnp.float64).ravel())
-    return total
-
-
-def _like(rng: np.random.Generator, xs: Sequence[Any]) -> list[np.ndarray]:
-    return [rng.standard_normal(np.shape(x)).astype(jnp.result_type(x)) for x in xs]
-
-
-def _scalarize(f: Callable[..., list[Any]], weights: Sequence[Any]) -> Callable[..., Any]:
-    """``h(x) = sum_k sum(w_k * f_k(x))`` written with gradrules ops."""
-    from ..primitives.arithmetic import add, multiply
-    from ..primitives.reduction import sum as gr_sum
-
-    def h(*xs: Any) -> Any:
-        total = None
-        for o, w in zip(f(*xs), weights):
-            s = gr_sum(multiply(o, w))
-            total = s if total is None else add(total, s)
-        return total
-    return h
-
-
-# ------------------------------------------------------------------ checks
-def _check_abstract_eval(case: _Case, rng: np.random.Generator) -> tuple[float, float, str]:
-    out = case.call(*case.leaves)
-    abstract = jax.eval_shape(case.call, *case.leaves)
-    got = jax.tree_util.tree_leaves(out)
-    want = jax.tree_util.tree_leaves(abstract)
-    if len(got) != len(want):
-        raise _Mismatch(np.inf, np.inf, f"{len(want)} abstract outputs, {len(got)} concrete")
-    for g, w in zip(got, want):
-        if tuple(g.shape) != tuple(w.shape) or g.dtype != w.dtype:
-            raise _Mismatch(np.inf, np.inf, f"abstract {w.dtype}{list(w.shape)} vs concrete "
-                            f"{g.dtype}{list(g.shape)}")
-        gw = getattr(getattr(g, "aval", None), "weak_type", False)
-        if gw != getattr(w, "weak_type", False):
-            raise _Mismatch(np.inf, np.inf, f"weak_type: abstract {w.weak_type}, concrete {gw}")
-    return 0.0, 0.0, "exact"
-
-
-def _check_jit(case: _Case, rng: np.random.Generator) -> tuple[float, float, str]:
-    tol = Tol(1e-12, 1e-10)
-    e, r = _compare(jax.jit(case.call)(*case.leaves), case.call(*case.leaves), tol,
-                    "jit vs eager")
-    return e, r, "1e-12 + 1e-10 rel"
-
-
-def _directional(f: Callable[..., list[Any]], xs: Sequence[Any], ts: Sequence[Any],
-                 order: int) -> list[Any]:
-    """[f, D f[t], D^2 f[t, t], ...] up to ``order`` along one direction."""
-    fns = [f]
-    for _ in range(order):
-        prev = fns[-1]
-        fns.append(lambda *x, prev=prev: jax.jvp(prev, tuple(x), tuple(ts))[1])
-    return [g(*xs) for g in fns]
-
-
-def _check_reference(case: _Case, rng: np.random.Generator) -> tuple[float, float, str]:
-    if case.op is None or case.op.reference is None:
-        raise _Mismatch(np.inf, np.inf, "no reference composition registered")
-    tol = Tol(1e-9, 1e-9)
-    e, r = _compare(case.call(*case.leaves), case.reference(*case.leaves), tol,
-                    "op vs reference")
-    idx = case.diff_idx
-    if idx and case.op.order:
-        f_ours, f_ref = case.float_outputs(case.call), case.float_outputs(case.reference)
-        xs = [case.leaves[i] for i in idx]
-        ts = _like(rng, xs)
-        for k, (a, b) in enumerate(zip(_directional(f_ours, xs, ts, case.op.order),
-                                       _directional(f_ref, xs, ts, case.op.order))):
-            e2, r2 = _compare(a, b, tol, f"derivative of order {k} vs reference")
-            e, r = max(e, e2), max(r, r2)
-    return e, r, f"{tol.atol:g} + {tol.rtol:g} rel, to order {case.op.order}"
-
-
-def _fd_rec(f: Callable[..., list[Any]], xs: list[Any], order: int, eps: float, tol: Tol,
-            rng: np.random.Generator, path: str, errs: list[float]) -> None:
-    ts = _like(rng, xs)
-    ys, tys = jax.jvp(f, xs, ts)
-    plus = f(*[x + eps * t for x, t in zip(xs, ts)])
-    minus = f(*[x - eps * t for x, t in zip(xs, ts)])
-    fd = [(np.asarray(p) - np.asarray(m)) / (2 * eps) for p, m in zip(plus, minus)]
-    e, _ = _compare(tys, fd, tol, f"{path}jvp vs finite differences")
-    errs.append(e)
-    ws = _like(rng, ys)
-    _, pullback = jax.vjp(f, *xs)
-    cts = pullback(ws)
-    lhs, rhs = float(_vdot(cts, ts)), float(_vdot(ws, fd))
-    scale = 1.0 + float(_vdot(ws, ws)) ** 0.5 * float(_vdot(fd, fd)) ** 0.5
-    e = abs(lhs - rhs)
-    errs.append(e / scale)
-    if e > (tol.atol + tol.rtol) * scale:
-        raise _Mismatch(e, e / scale, f"{path}vjp: <vjp(w), t> = {lhs:.8g} but "
-                        f"<w, fd(t)> = {rhs:.8g}")
-    if order > 1:
-        n = len(xs)
-
-        def f_jvp(*pt: Any) -> list[Any]:
-            return list(jax.jvp(f, list(pt[:n]), list(pt[n:]))[1])
-
-        def f_vjp(*pw: Any) -> list[Any]:
-            return list(jax.vjp(f, *pw[:n])[1](list(pw[n:])))
-
-        _fd_rec(f_jvp, list(xs) + ts, order - 1, eps, tol, rng, path + "jvp->", errs)
-        _fd_rec(f_vjp, list(xs) + [np.asarray(w) for w in ws], order - 1, eps, tol, rng,
-                path + "vjp->", errs)
-
-
-def _check_fd(case: _Case, rng: np.random.Generator) -> tuple[float, float, str]:
-    idx = case.diff_idx
-    if not idx or case.op is not None and case.op.order == 0:
-        raise _NotApplicable("no differentiable operand")
-    order = case.op.order if case.op else 2
-    f = case.float_outputs(case.call)
-    if not f(*[case.leaves[i] for i in idx]):
-        raise _NotApplicable("no floating output")
-    errs: list[float] = []
-    eps = case.info.fd_eps if case.info else 1e-5
-    _fd_rec(f, [case.leaves[i] for i in idx], order, eps, case.tol, rng, "", errs)
-    return max(errs), max(errs), f"{case.tol.atol:g} + {case.tol.rtol:g} rel, order {order}"
-
-
-class _NotApplicable(Exception):
-    pass
-
-
-def _check_transpose(case: _Case, rng: np.random.Generator) -> tuple[float, float, str]:
-    if case.op is None or not case.op.linear:
-        raise _NotApplicable("not linear in any operand")
-    e = 0.0
-    for group, idx in _linear_groups(case):
-
-        def f(*lin: Any, idx: list[int] = idx) -> list[Any]:
-            leaves: list[Any] = list(case.leaves)
-            for i, v in zip(idx, lin):
-                leaves[i] = v
-            return [o for o in jax.tree_util.tree_leaves(case.call(*leaves)) if _is_float(o)]
-
-        xs = _like(rng, [case.leaves[i] for i in idx])
-        ys = _like(rng, f(*xs))
-        transposed = jax.linear_transpose(f, *xs)
-        lhs = float(_vdot(f(*xs), ys))
-        rhs = float(_vdot(xs, transposed(ys)))
-        scale = 1.0 + abs(lhs)
-        err = abs(lhs - rhs) / scale
-        e = max(e, err)
-        if err > 1e-10:
-            raise _Mismatch(err, err, f"operands {group}: <A x, y> = {lhs:.12g}, "
-                            f"<x, A^T y> = {rhs:.12g}")
-    return e, e, "1e-10 rel"
-
-
-def _linear_groups(case: _Case) -> list[tuple[tuple[str, ...], list[int]]]:
-    """The leaf indices of each linearity group of the op. A group entry
-    ``"*name"`` (a variadic operand, e.g. einsum's) stands for each of its
-    leaves on its own: multilinear, one operand at a time."""
-    assert case.op is not None
-    out = []
-    for group in case.op.linear:
-        floats = [i for i, n in enumerate(case.names) if _is_float(case.leaves[i])]
-        joint = [i for i in floats if case.names[i] in group]
-        if joint:
-            out.append((group, joint))
-        for g in group:
-            if g.startswith("*"):
-                out += [((f"{g[1:]}[{k}]",), [i]) for k, i in
-                        enumerate(i for i in floats if case.names[i] == g[1:])]
-    return out
-
-
-def _batched(rng: np.random.Generator, leaf: np.ndarray, axis: int | None, size: int
-             ) -> np.ndarray:
-    """``size`` variants of ``leaf`` (permutations of its values, so indices
-    and domains stay valid) stacked along ``axis``."""
-    if axis is None:
-        return leaf
-    flat = leaf.ravel()
-    variants = [leaf] + [rng.permutation(flat).reshape(leaf.shape) for _ in range(size - 1)]
-    return np.stack(variants, axis=axis if axis >= 0 else leaf.ndim + 1 + axis)
-
-
-def _unbatch(x: np.ndarray, axis: int | None, b: int) -> np.ndarray:
-    if axis is None:
-        return x
-    return np.take(x, b, axis=axis)
-
-
-def _loop(fn: Callable[..., Any], leaves: Sequence[Any], axes: Sequence[int | None],
-          size: int) -> Any:
-    outs = [fn(*[_unbatch(x, a, b) for x, a in zip(leaves, axes)]) for b in range(size)]
-    return jax.tree_util.tree_map(lambda *o: np.stack([np.asarray(v) for v in o]), *outs)
-
-
-def _in_axes_combinations(case: _Case) -> list[tuple[int | None, ...]]:
-    """Every combination of in_axes in {None, 0, last} with at least one
-    batched operand on the op's sample with the most distinct operand ranks
-    (where broadcasting in a batching rule goes wrong); on its other samples,
-    which exercise the same rule on other shapes and params, a cover: all 0,
-    all last, each operand alone unbatched and each alone batched."""
-    n = len(case.leaves)
-    combos = [axes for axes in itertools.product((None, 0, -1), repeat=n)
-              if not all(a is None for a in axes)
-              and not any(a == -1 and case.leaves[i].ndim == 0 for i, a in enumerate(axes))]
-    if case.full_vmap:
-        return combos
-    cover = {(0,) * n, tuple(-1 if x.ndim else 0 for x in case.leaves)}
-    for i in range(n):
-        cover.add(tuple(None if j == i else 0 for j in range(n)))
-        cover.add(tuple(0 if j == i else None for j in range(n)))
-    return [c for c in combos if c in cover]
-
-
-def _rank_variety(case: _Case) -> tuple[int, int]:
-    """How many distinct operand ranks a sample has, then how many operands
-    have rank > 0: the sample that gets every in_axes combination."""
-    ranks = [x.ndim for x in case.leaves]
-    return len(set(ranks)), sum(r > 0 for r in ranks)
-
-
-def _check_vmap(case: _Case, rng: np.random.Generator) -> tuple[float, float, str]:
-    n = len(case.leaves)
-    if n == 0:
-        raise _NotApplicable("no array operand")
-    tol = Tol(1e-10, 1e-10)
-    e = r = 0.0
-
-    def note(err: tuple[float, float]) -> None:
-        nonlocal e, r
-        e, r = max(e, err[0]), max(r, err[1])
-
-    size = 2
-    for axes in _in_axes_combinations(case):
-        leaves = [_batched(rng, x, a, size) for x, a in zip(case.leaves, axes)]
-        got = jax.vmap(case.call, in_axes=tuple(axes))(*leaves)
-        note(_compare(got, _loop(case.call, leaves, axes, size), tol, f"vmap in_axes={axes}"))
-    # nested vmap
-    axes0 = (0,) * n
-    inner = [_batched(rng, x, 0, 3) for x in case.leaves]
-    outer = [_batched(rng, x, 0, 2) for x in inner]
-    got = jax.vmap(jax.vmap(case.call))(*outer)
-    want = _loop(lambda *o: _loop(case.call, o, axes0, 3), outer, axes0, 2)
-    note(_compare(got, want, tol, "nested vmap"))
-    idx = case.diff_idx
-    f = case.float_outputs(case.call)
-    if idx and f(*[case.leaves[i] for i in idx]):
-        xs = [case.leaves[i] for i in idx]
-        h = _scalarize(f, _like(rng, f(*xs)))
-        g = jax.grad(h, argnums=tuple(range(len(xs))))
-        bx = [_batched(rng, x, 0, size) for x in xs]
-        note(_compare(jax.vmap(g)(*bx), _loop(g, bx, (0,) * len(xs), size), tol,
-                      "vmap of grad"))
-        ts = [_batched(rng, t, 0, size) for t in _like(rng, xs)]
-        _, got_t = jax.jvp(jax.vmap(f), bx, ts)
-        want_t = _loop(lambda *xt: jax.jvp(f, xt[:len(xs)], xt[len(xs):])[1], bx + ts,
-                       (0,) * (2 * len(xs)), size)
-        note(_compare(got_t, want_t, tol, "jvp of vmap"))
-    return e, r, "1e-10 + 1e-10 rel"
-
-
-def _foreign(closed: Any, baseline: set[tuple[Any, tuple[str, ...]]]) -> set[str]:
-    out = set()
-    for prim, dtypes in _jax.jaxpr_primitives(closed):
-        if is_catalog_primitive(prim) or (prim, dtypes) in baseline:
-            continue
-        out.add(f"{prim.name}[{','.join(dtypes)}]")
-    return out
-
-
-def _transforms(f: Callable[..., list[Any]], h: Callable[..., Any], n: int
-                ) -> dict[str, Callable[..., Any]]:
-    argnums = tuple(range(n))
-    return {"grad": jax.grad(h, argnums=argnums), "jacfwd": jax.jacfwd(f, argnums=argnums),
-            "hessian": jax.hessian(h, argnums=argnums)}
-
-
-def _check_closure(case: _Case, rng: np.random.Generator) -> tuple[float, float, str]:
-    from ..primitives.arithmetic import add, multiply
-    from ..primitives.reduction import sum as gr_sum
-    from ..primitives.shape import broadcast_to
-    idx = case.diff_idx
-    f = case.float_outputs(case.call)
-    xs = [case.leaves[i] for i in idx]
-    if not idx or not f(*xs):
-        raise _NotApplicable("no differentiable operand")
-    outs = f(*xs)
-    ws = _like(rng, outs)
-
-    def base(*x: Any, square: bool) -> list[Any]:
-        total = gr_sum(x[0])
-        for v in x[1:]:
-            total = add(total, gr_sum(v))
-        if square:   # a nonlinear baseline: its hessian is not a symbolic zero
-            total = multiply(total, total)
-        return [broadcast_to(total, np.shape(o)) for o in outs]
-
-    # what JAX itself emits for these transforms (basis vectors, splits,
-    # instantiated zeros) around a function made of catalog ops only
-    baseline: set[tuple[Any, tuple[str, ...]]] = set()
-    for square in (False, True):
-        b = partial(base, square=square)
-        for fn in _transforms(b, _scalarize(b, ws), len(xs)).values():
-            baseline |= set(_jax.jaxpr_primitives(jax.make_jaxpr(fn)(*xs)))
-    bad = {}
-    for name, fn in _transforms(f, _scalarize(f, ws), len(xs)).items():
-        foreign = _foreign(jax.make_jaxpr(fn)(*xs), baseline)
-        if foreign:
-            bad[name] = sorted(foreign)
-    if bad:
-        raise _Mismatch(np.inf, np.inf, f"foreign primitives: {bad}")
-    return 0.0, 0.0, "catalog only"
-
-
-def _check_hessian_symmetry(case: _Case, rng: np.random.Generator) -> tuple[float, float, str]:
-    idx = case.diff_idx
-    f = case.float_outputs(case.call)
-    xs = [case.leaves[i] for i in idx]
-    if not idx or not f(*xs) or sum(x.size for x in xs) == 0:
-        raise _NotApplicable("no differentiable operand")
-    flat, unravel = ravel_pytree(xs)
-    h = _scalarize(f, _like(rng, f(*xs)))
-    hess = np.asarray(jax.jit(jax.hessian(lambda v: h(*unravel(v))))(flat))
-    err = float(np.abs(hess - hess.T).max())
-    scale = 1.0 + float(np.abs(hess).max())
-    if err > 1e-10 * scale:
-        raise _Mismatch(err, err / scale, f"|H - H^T| = {err:.3e}")
-    return err, err / scale, "1e-10 rel"
-
-
-def _cast(x: np.ndarray, dtype: str) -> np.ndarray:
-    if not _is_float(x):
-        return x
-    if jnp.issubdtype(dtype, jnp.integer):
-        v = np.rint(x * 3)
-        if jnp.issubdtype(dtype, jnp.unsignedinteger):
-            v = np.abs(v)
-        return v.astype(dtype)
-    return np.asarray(jnp.asarray(x, dtype))
-
-
-def _check_dtypes(case: _Case, rng: np.random.Generator) -> tuple[float, float, str]:
-    dtypes = case.info.dtypes if case.info else ()
-    if not dtypes or not any(_is_float(x) for x in case.leaves):
-        raise _NotApplicable("no dtype variants")
-    e = r = 0.0
-    for dt in dtypes:
-        leaves = [_cast(x, dt) for x in case.leaves]
-        out = case.call(*leaves)
-        abstract = jax.eval_shape(case.call, *leaves)
-        for g, w in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(abstract)):
-            if g.shape != w.shape or g.dtype != w.dtype:
-                raise _Mismatch(np.inf, np.inf, f"{dt}: abstract {w.dtype}{list(w.shape)} vs "
-                                f"{g.dtype}{list(g.shape)}")
-        for x, y in zip(case.leaves, leaves):
-            if _is_float(x) and x.size and np.result_type(y) != np.dtype(dt):
-                raise _Mismatch(np.inf, np.inf, f"{dt}: input cast failed")
-        # the float64 result of the same (rounded) inputs
-        wide = [np.asarray(y).astype(np.float64) if _is_float(x) else x
-                for x, y in zip(case.leaves, leaves)]
-        want = case.call(*wide)
-        t = _DTYPE_TOL.get(dt, 0.0)
-        got = [np.asarray(g).astype(np.float64) if jnp.issubdtype(g.dtype, jnp.floating) else g
-               for g in jax.tree_util.tree_leaves(out)]
-        want_cast = [np.asarray(jnp.asarray(w).astype(g.dtype)).astype(np.float64)
-                     if jnp.issubdtype(g.dtype, jnp.floating) else np.asarray(w).astype(g.dtype)
-                     for w, g in zip(jax.tree_util.tree_leaves(want),
-                                     jax.tree_util.tree_leaves(out))]
-        ee, rr = _compare(got, want_cast, Tol(t, t), f"{dt} vs float64")
-        e, r = max(e, ee), max(r, rr)
-    return e, r, ", ".join(dtypes)
-
-
-_CHECK_FNS: dict[str, Callable[[_Case, np.random.Generator], tuple[float, float, str]]] = {
-    "abstract_eval": _check_abstract_eval, "jit": _check_jit, "reference": _check_reference,
-    "fd": _check_fd, "transpose": _check_transpose, "vmap": _check_vmap,
-    "closure": _check_closure, "hessian_symmetry": _check_hessian_symmetry,
-    "dtypes": _check_dtypes,
-}
-
-
-def _run_one(case: _Case, check_name: str) -> CheckResult:
-    rng = np.random.default_rng(abs(hash((case.name, check_name))) % (2**32))
+def _run_one(case: Case, check_name: str) -> CheckResult:
+    rng = np.random.default_rng(seed(case.name, check_name))
     desc = case.sample.describe()
     try:
-        e, r, tol = _CHECK_FNS[check_name](case, rng)
+        e, r, tol = PROPERTIES[check_name](case, rng)
         return CheckResult(case.name, desc, check_name, PASS, e, r, tol)
-    except _NotApplicable as exc:
+    except NotApplicable as exc:
         return CheckResult(case.name, desc, check_name, NA, detail=str(exc))
-    except _Mismatch as exc:
+    except Mismatch as exc:
         return CheckResult(case.name, desc, check_name, FAIL, exc.abs_err, exc.rel_err,
                            detail=str(exc))
     except Exception as exc:  # a rule that crashes is a failure, reported in the table
@@ -600,8 +74,8 @@ def check(op: str | Callable[..., Any], *args: Any, checks: Iterable[str] | None
                          "that is not a registered op")
     report = Report()
     with jax.enable_x64(True):
-        cases = [_make_case(name, op_def, fn, sample, info) for sample in samples]
-        richest = max(range(len(cases)), key=lambda i: (_rank_variety(cases[i]), -i))
+        cases = [make_case(name, op_def, fn, sample, info) for sample in samples]
+        richest = max(range(len(cases)), key=lambda i: (rank_variety(cases[i]), -i))
         for index, case in enumerate(cases):
             case.index, case.full_vmap = index, index == richest
             for c in names:
@@ -635,3 +109,15 @@ def check_all(ops: Iterable[str] | None = None, checks: Iterable[str] | None = N
         if progress:
             progress(name, r, time.perf_counter() - t0)
     return report
+
+
+def manifest_gaps(op: OpDef) -> list[str]:
+    """Everything an op lacks: ``op.gaps()`` (declared not-implemented
+    derivatives, unregistered rules, no reference), then samples."""
+    gaps = op.gaps()
+    try:
+        if not samples_for(op.name):
+            gaps.append("samples")
+    except KeyError:
+        gaps.append("samples")
+    return gaps

@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from ...core.families import FAMILIES as FAMILY_MODULES
+from ...core.registry import get_op
+
 FLOAT_DTYPES = ("float16", "bfloat16", "float32")
 INT_DTYPES = ("int32", "int8", "uint8")
 NUMERIC_DTYPES = FLOAT_DTYPES + INT_DTYPES[:1]
@@ -96,7 +99,6 @@ def binary_samples(lo: float = -2.0, hi: float = 2.0, ylo: float | None = None,
     return make
 
 
-
 def chain(*makers: Callable[[np.random.Generator], list[Sample]]
           ) -> Callable[[np.random.Generator], list[Sample]]:
     """The samples of every maker in turn, all drawn from the one generator."""
@@ -104,8 +106,6 @@ def chain(*makers: Callable[[np.random.Generator], list[Sample]]
         return [s for maker in makers for s in maker(rng)]
     return make
 
-
-from ...core.families import FAMILIES as FAMILY_MODULES  # noqa: E402
 
 _TABLE: dict[str, OpInfo] | None = None
 
@@ -128,7 +128,6 @@ def table() -> dict[str, OpInfo]:
 
 
 def opinfo(name: str) -> OpInfo:
-    from ...core.registry import get_op
     return table()[get_op(name).name]
 
 

@@ -7,7 +7,6 @@ import numpy as np
 from . import OpInfo, Sample, binary_samples, floats, unary_samples
 
 
-
 def _lgamma(rng: np.random.Generator) -> list[Sample]:
     """Positive x, and negative x between two poles (where Gamma < 0)."""
     return unary_samples(0.3, 4.0, ((2, 3), (0, 2)))(rng) + [

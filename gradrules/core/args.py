@@ -1,0 +1,127 @@
+"""Argument helpers: what every public function runs on its arguments
+before it binds a primitive, so a bad argument reads ``gradrules.<op>:
+<name> must be ...`` with the value given.
+
+Arrays: ``as_array`` (arrays and tracers pass, Python/numpy scalars too,
+anything else is a TypeError naming the argument), ``float_array`` (and it
+must be floating). Static params: ``number_param``, ``int_param``,
+``bool_param``, ``choice_param``, ``int_tuple``, ``int_pair``, ``eps_param``.
+Indices: ``index_dtype`` (the dtype index arithmetic runs in).
+
+These do not bind primitives; the helpers that convert dtypes to do their
+work (``promote``, ``index_arg``) are ``gradrules.primitives.convert``'s.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from .meta import check_dtype, op_name
+
+
+def as_array(op: str, arg: str, x: Any) -> Any:
+    """Arrays and tracers pass through, and so do Python/numpy scalars."""
+    if isinstance(x, (jax.Array, np.ndarray)) or hasattr(x, "aval"):
+        return x
+    if isinstance(x, (bool, int, float, np.generic)):
+        return x
+    raise TypeError(f"{op_name(op)}: argument {arg} must be an array or a scalar, "
+                    f"got {type(x).__name__}")
+
+
+def float_array(op: str, name: str, x: Any) -> Any:
+    """An array argument that must be floating (TypeError naming it otherwise);
+    a scalar becomes an array."""
+    x = as_array(op, name, x)
+    x = jnp.asarray(x) if isinstance(x, (bool, int, float, np.generic)) else x
+    check_dtype(op, name, jnp.result_type(x), "float")
+    return x
+
+
+def index_dtype(dtype: Any) -> np.dtype:
+    """The dtype index arithmetic runs in: ``dtype``, or int32 where ``dtype``
+    is narrower (int8 + n, or a flat position, would wrap around)."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.int32) if dtype.itemsize < 4 else dtype
+
+
+def number_param(op: str, name: str, value: Any, *, lo: float | None = None,
+                 hi: float | None = None, gt: float | None = None,
+                 allow_inf: bool = False) -> float:
+    """A Python or numpy real number (not a bool, not NaN), finite unless
+    ``allow_inf``, inside ``[lo, hi]`` and above ``gt`` where given."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op_name(op)}: {name} must be a Python number, got {value!r}")
+    value = float(value)
+    if math.isnan(value) or (not allow_inf and math.isinf(value)):
+        raise ValueError(f"{op_name(op)}: {name} must be finite, got {value!r}")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        span = f"[{lo}, " if lo is not None else "(-inf, "
+        span += f"{hi}]" if hi is not None else "inf)"
+        raise ValueError(f"{op_name(op)}: {name} must lie in {span}, got {value!r}")
+    if gt is not None and not value > gt:
+        raise ValueError(f"{op_name(op)}: {name} must be > {gt:g}, got {value!r}")
+    return value
+
+
+def int_param(op: str, name: str, value: Any, *, lo: int | None = None) -> int:
+    """A Python or numpy int (not a bool), at least ``lo`` where given."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{op_name(op)}: {name} must be an int, got {value!r}")
+    if lo is not None and value < lo:
+        raise ValueError(f"{op_name(op)}: {name} must be an int >= {lo}, got {value!r}")
+    return int(value)
+
+
+def bool_param(op: str, name: str, value: Any) -> bool:
+    """A Python or numpy bool."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op_name(op)}: {name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def choice_param(op: str, name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """One of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{op_name(op)}: {name} must be one of {choices}, got {value!r}")
+    return str(value)
+
+
+def int_tuple(op: str, name: str, value: Any, n: int | None = None) -> tuple[int, ...]:
+    """A tuple of Python ints from one int or a sequence of ints (not bools),
+    ``n`` of them where given."""
+    if isinstance(value, (int, np.integer)):
+        vals: tuple[Any, ...] = (value,)
+    else:
+        try:
+            vals = tuple(value)
+        except TypeError:
+            vals = (value,)
+    if any(not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)) for v in vals):
+        raise TypeError(f"{op_name(op)}: {name} must hold ints, got {value!r}")
+    if n is not None and len(vals) != n:
+        raise ValueError(f"{op_name(op)}: {name} must have {n} entries, got {value!r}")
+    return tuple(int(v) for v in vals)
+
+
+def int_pair(op: str, name: str, v: Any, minimum: int = 1) -> tuple[int, int]:
+    """An int or a pair of ints (each >= ``minimum``) as a pair."""
+    vals = (v, v) if isinstance(v, (int, np.integer)) else tuple(v) if isinstance(
+        v, (tuple, list)) else (v,)
+    if len(vals) != 2 or any(isinstance(a, bool) or not isinstance(a, (int, np.integer))
+                             for a in vals):
+        raise TypeError(f"{op_name(op)}: {name} must be an int or a pair of ints, got {v!r}")
+    if min(vals) < minimum:
+        raise ValueError(f"{op_name(op)}: {name} must be >= {minimum}, got {v!r}")
+    return int(vals[0]), int(vals[1])
+
+
+def eps_param(op: str, eps: Any) -> float:
+    """``eps`` must be a finite Python number > 0."""
+    return number_param(op, "eps", eps, gt=0.0)

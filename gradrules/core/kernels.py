@@ -1,0 +1,112 @@
+"""Kernel selection: the implementation table of a primitive with several
+lowerings, and its one ``implementation`` param.
+
+A fused primitive (DESIGN.md, "Fused ops and kernels") declares its
+implementations when it is defined, as a table::
+
+    define_primitive("softmax", ..., implementations={"xla": _softmax_xla,
+                                                      "pallas": pallas.softmax.forward})
+
+and carries one hashable param, ``implementation=Implementation(kernel,
+blocks)``: the kernel choice the public function read from
+``gradrules.config`` and a frozen dataclass of block sizes (or None), the way
+the Pallas reference ops pass their ``BlockSizes``. The rules pass it on
+untouched; only the lowering reads it:
+
+* ``"auto"``: the ``"pallas"`` entry on a CUDA GPU where there is one, the
+  ``"xla"`` entry elsewhere;
+* ``"xla"``: the ``"xla"`` entry on every platform;
+* ``"pallas"`` / ``"interpret"``: the ``"pallas"`` entry, called with
+  ``interpret=False`` / ``True`` (the Pallas interpreter, on any platform).
+  Asking for it where the table has none raises ``NotImplementedError`` at
+  trace time.
+
+An entry that takes a ``blocks`` keyword receives ``implementation.blocks``;
+every entry receives the primitive's other params.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from .. import _jax
+from .config import config, validate_kernel
+from .meta import op_name
+
+IMPLEMENTATION = "implementation"   # the name of the param
+TABLE_KEYS = ("xla", "pallas")
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """Which lowering a primitive with an implementation table runs.
+
+    ``kernel``: one of ``gradrules.core.config.KERNELS``; ``blocks``: a frozen
+    (hashable) dataclass of block sizes that the chosen entry reads, or None.
+    """
+
+    kernel: str = "auto"
+    blocks: Hashable | None = None
+
+
+def implementation(op: str, blocks: Hashable | None = None) -> Implementation:
+    """The ``implementation`` param a public function binds: the kernel of
+    ``gradrules.config`` and ``blocks``."""
+    return Implementation(validate_kernel(op_name(op), config.kernel), blocks)
+
+
+def check_table(name: str, table: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+    """An implementation table: an ``"xla"`` entry, optionally ``"pallas"``."""
+    unknown = set(table) - set(TABLE_KEYS)
+    if unknown or "xla" not in table:
+        raise TypeError(f"define_primitive({name}): implementations must have an 'xla' entry "
+                        f"and optionally 'pallas', got {sorted(table)}")
+    return dict(table)
+
+
+def check_implementation(name: str, table: Mapping[str, Callable[..., Any]],
+                         value: Any) -> None:
+    """At trace time: ``value`` is an ``Implementation`` whose kernel exists."""
+    if not isinstance(value, Implementation):
+        raise TypeError(f"{name}: param implementation must be an Implementation, got {value!r}")
+    validate_kernel(op_name(name), value.kernel)
+    if value.kernel in ("pallas", "interpret") and "pallas" not in table:
+        raise NotImplementedError(
+            f"{op_name(name)}: kernel={value.kernel!r} has no Pallas kernel yet; use "
+            "kernel='auto' or 'xla' (gradrules.config.using(kernel='xla'))")
+
+
+def _takes_blocks(fn: Callable[..., Any]) -> bool:
+    try:
+        return "blocks" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def dispatch(table: Mapping[str, Callable[..., Any]], on_gpu: bool, *args: Any,
+             implementation: Implementation, **params: Any) -> Any:
+    """The lowering of a primitive with an implementation table (see the module
+    docstring): the chosen entry, traced with the primitive's other params."""
+    kernel = implementation.kernel
+    if kernel == "auto":
+        kernel = "pallas" if on_gpu and "pallas" in table else "xla"
+    fn = table["xla" if kernel == "xla" else "pallas"]
+    extra: dict[str, Any] = {} if kernel == "xla" else {"interpret": kernel == "interpret"}
+    if _takes_blocks(fn):
+        extra["blocks"] = implementation.blocks
+    return fn(*args, **params, **extra)
+
+
+def register_table_lowerings(prim: _jax.Primitive, table: Mapping[str, Callable[..., Any]],
+                             *, multiple_results: bool) -> None:
+    """The lowering of ``prim`` on every platform, and on CUDA (where "auto"
+    picks the Pallas entry)."""
+    _jax.register_lowering(prim, partial(dispatch, table, False),
+                           multiple_results=multiple_results)
+    if "pallas" in table:
+        _jax.register_lowering(prim, partial(dispatch, table, True),
+                               multiple_results=multiple_results, platform="cuda")

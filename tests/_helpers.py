@@ -1,0 +1,27 @@
+"""Helpers shared by the family test files."""
+
+import jax
+import numpy as np
+
+
+def vjp_of(fn, x, w=None):
+    """The cotangent of x for the cotangent w (default 1, 2, 3, ...) of fn(x),
+    and that w."""
+    out, pullback = jax.vjp(fn, x)
+    w = np.arange(1.0, 1.0 + np.size(out)).reshape(np.shape(out)) if w is None else w
+    return pullback(w)[0], w
+
+
+def count_bound(fn, *args, name):
+    """How many times the top level of fn's jaxpr binds the primitive ``name``."""
+    jaxpr = jax.make_jaxpr(fn)(*args)
+    return sum(e.primitive.name == name for e in jaxpr.jaxpr.eqns)
+
+
+def check_vmap_binds_once(name, fn, args):
+    """vmap of fn over batched data and indices binds ``name`` once and
+    matches a Python loop."""
+    vfn = jax.vmap(fn)
+    assert count_bound(vfn, *args, name=name) == 1
+    loop = np.stack([fn(*[a[b] for a in args]) for b in range(2)])
+    np.testing.assert_array_equal(vfn(*args), loop)

@@ -1,0 +1,135 @@
+"""Slicing: the clip rule of dynamic_slice and narrow start dtypes,
+strided slices, select / row_slice, split and its transpose, batching that
+binds one primitive, and bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gradrules.primitives import layout as lo
+from gradrules.primitives import reduction as red
+from gradrules.primitives import slicing as sl
+
+from _helpers import vjp_of
+
+RNG = np.random.default_rng(0)
+X = RNG.uniform(-1, 1, (3, 4))
+
+
+# -------------------------------------------------- slices and the clip rule
+def test_dynamic_slice_clips_the_start_so_the_block_fits() -> None:
+    x = np.arange(10.0)
+    for start, want in ((3, 3), (8, 6), (-1, 6), (-3, 6), (-20, 0)):
+        got = sl.dynamic_slice(x, np.array([start]), slice_sizes=(4,))
+        np.testing.assert_array_equal(got, x[want:want + 4])
+        np.testing.assert_array_equal(
+            sl.dynamic_update_slice(x, -np.ones(4), np.array([start]))[want:want + 4], -1.0)
+    # traced scalar starts under jit
+    f = jax.jit(lambda x, i: sl.dynamic_slice(x, (i, 1), slice_sizes=(2, 2)))
+    np.testing.assert_array_equal(f(X, jnp.int32(2)), X[1:3, 1:3])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_narrow_start_indices_do_not_wrap_around(dtype, jit) -> None:
+    """An int8 start -1 on an axis of 300 is 299 (not 43); a uint8 start 250
+    is 250: values and gradients as numpy gives them."""
+    maybe_jit = jax.jit if jit else (lambda f: f)
+    x = np.arange(300.0)
+    start = np.array([-1 if dtype == np.int8 else 250], dtype)
+    at = 299 if dtype == np.int8 else 250
+    slice_ = maybe_jit(lambda x, s: sl.dynamic_slice(x, s, slice_sizes=(1,)))
+    np.testing.assert_array_equal(slice_(x, start), x[at:at + 1])
+    np.testing.assert_array_equal(slice_(x, (start[0],)), x[at:at + 1])
+    g = jax.grad(lambda x: red.sum(slice_(x, start)))(x)
+    np.testing.assert_array_equal(np.nonzero(g)[0], [at])
+    update = maybe_jit(lambda x, u, s: sl.dynamic_update_slice(x, u, s))
+    np.testing.assert_array_equal(np.nonzero(update(x, -np.ones(1), start) < 0)[0], [at])
+    gu = jax.grad(lambda u: red.sum(update(x, u, start) * x))(np.zeros(1))
+    np.testing.assert_array_equal(gu, [float(at)])
+
+
+def test_vmap_of_dynamic_slice_with_batched_starts_binds_it_once() -> None:
+    starts = np.array([[0, 1], [2, 0], [1, 2]])
+    fn = jax.vmap(lambda s: sl.dynamic_slice(X, s, slice_sizes=(2, 2)))
+    jaxpr = jax.make_jaxpr(fn)(starts)
+    assert sum(e.primitive.name == "dynamic_slice" for e in jaxpr.jaxpr.eqns) == 1
+    np.testing.assert_array_equal(fn(starts), [X[a:a + 2, b:b + 2] for a, b in
+                                               [(0, 1), (1, 0), (1, 2)]])
+
+
+def test_dynamic_update_slice_overwritten_elements_get_zero_gradient() -> None:
+    (gx, gu), w = jax.grad(lambda x, u: red.sum(sl.dynamic_update_slice(x, u, (1, 2)) * X),
+                           argnums=(0, 1))(np.zeros((3, 4)), np.zeros((2, 2))), X
+    np.testing.assert_array_equal(gx[1:3, 2:4], 0.0)
+    np.testing.assert_array_equal(gx[0], w[0])
+    np.testing.assert_array_equal(gu, w[1:3, 2:4])
+
+
+def test_slice_with_strides_transposes_to_an_interior_pad() -> None:
+    g, w = vjp_of(lambda x: sl.slice(x, start=(0, 1), limit=(3, 4), strides=(2, 2)), X)
+    want = np.zeros_like(X)
+    want[0:3:2, 1:4:2] = w
+    np.testing.assert_array_equal(g, want)
+
+
+def test_select_and_row_slice() -> None:
+    np.testing.assert_array_equal(sl.select(X, axis=1, index=-1), X[:, 3])
+    np.testing.assert_array_equal(sl.row_slice(X, rows=3, cols=4, row_index=1), X[1])
+    g, w = vjp_of(lambda x: sl.row_slice(x, rows=3, cols=4, row_index=1), X)
+    np.testing.assert_array_equal(g, np.stack([0 * w, w, 0 * w]))
+
+
+def test_split_and_concatenate_are_each_others_transpose() -> None:
+    a, b, c = sl.split(X, indices_or_sections=(1, 3), axis=1)
+    assert [p.shape for p in (a, b, c)] == [(3, 1), (3, 2), (3, 1)]
+    np.testing.assert_array_equal(lo.concatenate([a, b, c], axis=-1), X)
+    # only one piece used: the others transpose from symbolic zeros
+    g = jax.grad(lambda x: red.sum(sl.split(x, indices_or_sections=2, axis=1)[1]))(X)
+    np.testing.assert_array_equal(g, [[0, 0, 1, 1]] * 3)
+
+
+# -------------------------------------------------------------- bad input
+@pytest.mark.parametrize("op,fn,msg", [
+    ("slice", lambda: sl.slice(X, start=(0, 0), limit=(2, 2), strides=(1, 0)),
+     r"strides must be positive \(a step of 0 is not allowed\)"),
+    ("slice", lambda: sl.slice(X, start=(2, 0), limit=(1, 4)),
+     r"start \(2, 0\) and limit \(1, 4\) must satisfy"),
+    ("slice", lambda: sl.slice(X, start=(0,), limit=(1,)), "start must have 2 entries"),
+    ("split", lambda: sl.split(X, indices_or_sections=3, axis=1),
+     "3 sections do not divide axis 1 of size 4"),
+    ("split", lambda: sl.split(X, indices_or_sections=(3, 1), axis=1),
+     r"split points \(3, 1\) must be increasing"),
+    ("select", lambda: sl.select(X, axis=0, index=3), "index=3 is out of range"),
+    ("select", lambda: sl.select(X, axis=-3, index=0), "axis=-3 is out of range"),
+    ("row_slice", lambda: sl.row_slice(X, rows=4, cols=3, row_index=0),
+     r"x with shape \(3, 4\) is not a \[rows=4, cols=3\] matrix"),
+    ("row_slice", lambda: sl.row_slice(X, rows=3, cols=4, row_index=3),
+     "row_index=3 is out of range for 3 rows"),
+    ("dynamic_slice", lambda: sl.dynamic_slice(X, np.array([0]), slice_sizes=(1, 1)),
+     r"start_indices must have shape \(2,\)"),
+    ("dynamic_slice", lambda: sl.dynamic_slice(X, (0, 0), slice_sizes=(4, 1)),
+     r"slice_sizes \(4, 1\) must lie in \[0, shape\]"),
+    ("dynamic_slice", lambda: sl.dynamic_slice(X, (0, 0), slice_sizes=(-1, 1)),
+     r"slice_sizes \(-1, 1\) must lie in \[0, shape\]"),
+    ("dynamic_update_slice", lambda: sl.dynamic_update_slice(X, np.ones((4, 1)), (0, 0)),
+     r"update with shape \(4, 1\) does not fit in x with shape \(3, 4\)"),
+    ("split", lambda: sl.split(X, indices_or_sections=1, axis=2), "axis=2 is out of range"),
+])
+def test_bad_input_is_a_value_error_naming_the_op(op, fn, msg) -> None:
+    with pytest.raises(ValueError, match=rf"gradrules.{op}: {msg}"):
+        fn()
+
+
+@pytest.mark.parametrize("op,fn,msg", [
+    ("dynamic_slice", lambda: sl.dynamic_slice(X, np.array([0.0, 1.0]), slice_sizes=(1, 1)),
+     "argument start_indices must have an integer dtype"),
+    ("dynamic_update_slice", lambda: sl.dynamic_update_slice(X, X, (0.5, 0)),
+     "argument start_indices must have an integer dtype"),
+    ("slice", lambda: sl.slice(X, start=(0, 0.5), limit=(1, 1)), "start must hold ints"),
+    ("split", lambda: sl.split(X, indices_or_sections=(1.5,)), "indices_or_sections must hold"),
+])
+def test_bad_types_are_a_type_error_naming_the_op(op, fn, msg) -> None:
+    with pytest.raises(TypeError, match=rf"gradrules.{op}: {msg}"):
+        fn()
