@@ -45,7 +45,7 @@ def _print_op(op: OpDef) -> None:
     print(f"{op.name}  (family {op.family}; operands {', '.join(op.operands)}; "
           f"linear in {linear}; reference {ref})")
     for info in op.primitive_infos:
-        lin = f"  linear in {', '.join(info.linear)}" if info.linear else ""
+        lin = f"  linear in {' | '.join(','.join(g) for g in info.linear)}" if info.linear else ""
         print(f"  {info.name}{lin}")
         rows = _rule_rows(info)
         w0 = max(len(r[0]) for r in rows)

@@ -59,7 +59,8 @@ def implementation(op: str, blocks: Hashable | None = None) -> Implementation:
     return Implementation(validate_kernel(op_name(op), config.kernel), blocks)
 
 
-def check_table(name: str, table: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+def check_table(name: str, table: Mapping[str, Callable[..., Any]]
+                ) -> dict[str, Callable[..., Any]]:
     """An implementation table: an ``"xla"`` entry, optionally ``"pallas"``."""
     unknown = set(table) - set(TABLE_KEYS)
     if unknown or "xla" not in table:

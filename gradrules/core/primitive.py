@@ -58,8 +58,8 @@ def define_primitive(name: str, *, family: str, operands: tuple[str, ...],
         raise TypeError(f"define_primitive({name}): give exactly one of impl and implementations")
     table = check_table(name, implementations) if implementations is not None else None
     all_params = tuple(params) + ((IMPLEMENTATION,) if table is not None else ())
-    prim = _jax.new_primitive(name, multiple_results=multiple_results,
-                              validate_params=partial(validate_params, name, frozenset(all_params)))
+    check = partial(validate_params, name, frozenset(all_params))
+    prim = _jax.new_primitive(name, multiple_results=multiple_results, validate_params=check)
     _jax.register_abstract_eval(prim, partial(checked_infer_meta, name, table, infer_meta))
     if table is None:
         assert impl is not None
@@ -103,24 +103,28 @@ _MARKERS = {
 
 
 def register_rules(prim: _jax.Primitive, *, jvp: Any = None, transpose: Any = None,
-                   batch: Any = None, linear: Sequence[str] | None = None) -> None:
+                   batch: Any = None, linear: Sequence[str] | Sequence[Sequence[str]] = (),
+                   **unknown: Any) -> None:
     """Register a primitive's rules.
 
     ``jvp`` may be the marker ``NOT_DIFFERENTIABLE`` (integer or bool output:
     float0 symbolic-zero tangents) or ``ZERO_DERIVATIVE`` (float output whose
     derivative is zero wherever it exists, e.g. floor). ``transpose`` may be
-    ``NOT_LINEAR``. ``linear`` names the operands the primitive is linear in,
-    the ones its transpose rule may receive undefined (default: all of them
-    when a transpose rule is given). The generic rules that read it
-    (``linear_jvp``, ``composite_jvp``, ``transpose_to``) take those operands
-    as jointly linear; a multilinear primitive (mm, conv) has rules of its
-    own, and its op's manifest entry (``OpDef.linear``) gives the groups.
-    Unknown rule or operand names and rules whose signature does not fit the
-    primitive raise ``TypeError``.
+    ``NOT_LINEAR``. A transpose rule needs ``linear``, the operands the
+    primitive is linear in, by name: one group, ``("x", "src")``, for a
+    primitive jointly linear in them, or several, ``(("x",), ("y",))``, for
+    one linear in each group with the others held fixed (multiply, matmul);
+    ``"*name"`` stands for each operand of a variadic list on its own. The
+    generic rules (``linear_jvp``, ``composite_jvp``, ``transpose_to``) need a
+    single group. Unknown rule or operand names and rules whose signature
+    does not fit the primitive raise ``TypeError``.
     """
     info = PRIMITIVES.get(prim)
     if info is None:
         raise TypeError(f"register_rules: {prim} was not made by define_primitive")
+    if unknown:
+        raise TypeError(f"register_rules({info.name}): unknown rule {next(iter(unknown))!r}; "
+                        f"expected one of {tuple(_MARKERS)} and linear=")
     rules = {k: r for k, r in (("jvp", jvp), ("transpose", transpose), ("batch", batch))
              if r is not None}
     for kind, rule in rules.items():
@@ -130,14 +134,16 @@ def register_rules(prim: _jax.Primitive, *, jvp: Any = None, transpose: Any = No
                                 f"{kind}; expected one of {_MARKERS[kind]}")
         else:
             _check_signature(info, kind, rule)
-    if linear is not None:
-        if transpose is None or transpose == NOT_LINEAR:
-            raise TypeError(f"register_rules({info.name}): linear={tuple(linear)} needs a "
-                            "transpose rule")
-        info.positions(linear)   # a TypeError for a name that is not an operand
-        info.linear = tuple(linear)
-    elif transpose is not None and transpose != NOT_LINEAR:
-        info.linear = tuple(o.lstrip("*") for o in info.operands)
+    groups = linear_groups(linear)
+    has_transpose = transpose is not None and transpose != NOT_LINEAR
+    if has_transpose and not groups:
+        raise TypeError(f"register_rules({info.name}): a transpose rule needs linear=, the "
+                        f"operands it is linear in (of {info.operands})")
+    if groups and not has_transpose:
+        raise TypeError(f"register_rules({info.name}): linear={linear!r} needs a transpose rule")
+    for group in groups:
+        info.positions(group)   # a TypeError for a name that is not an operand
+    info.linear = groups
     for kind, rule in rules.items():
         info.rules[kind] = rule
         if kind == "jvp":
@@ -146,6 +152,15 @@ def register_rules(prim: _jax.Primitive, *, jvp: Any = None, transpose: Any = No
             _jax.register_transpose(prim, partial(zero_aware_transpose, prim, rule))
         elif kind == "batch":
             _jax.register_batch(prim, rule)
+
+
+def linear_groups(linear: Sequence[str] | Sequence[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
+    """``linear=`` as a tuple of groups: a flat sequence of names is one group."""
+    if isinstance(linear, str):
+        raise TypeError(f"linear must be a tuple of operand names, got {linear!r}")
+    if all(isinstance(n, str) for n in linear):
+        return (tuple(linear),) if linear else ()
+    return tuple(tuple(g) for g in linear)
 
 
 def zero_jvp(prim: _jax.Primitive, primals: Sequence[Any], tangents: Sequence[Tangent],

@@ -46,7 +46,7 @@ class PrimitiveInfo:
     lowerings: dict[str, Callable[..., Any]]
     has_implementation_param: bool = False
     rules: dict[str, Any] = field(default_factory=dict)
-    linear: tuple[str, ...] = ()
+    linear: tuple[tuple[str, ...], ...] = ()
 
     @property
     def name(self) -> str:
@@ -59,7 +59,7 @@ class PrimitiveInfo:
         is given, else for its first position."""
         plain = [o.lstrip("*") for o in self.operands]
         out: list[int] = []
-        for n in names:
+        for n in (n.lstrip("*") for n in names):
             if n not in plain:
                 raise TypeError(f"{self.name}: no operand named {n!r}; its operands are "
                                 f"{self.operands}")
@@ -67,6 +67,14 @@ class PrimitiveInfo:
             variadic = self.operands[i].startswith("*") and n_args is not None
             out.extend(range(i, n_args) if variadic and n_args is not None else (i,))
         return tuple(out)
+
+    def joint_linear(self) -> tuple[str, ...]:
+        """The one group of operands the primitive is jointly linear in, for
+        the generic rules (a TypeError when it declares several groups)."""
+        if len(self.linear) != 1:
+            raise TypeError(f"{self.name}: the generic linear rules need one group of linear "
+                            f"operands, it declares {self.linear}")
+        return self.linear[0]
 
     def rule_status(self, kind: str) -> str:
         """The rule's name (``rule_name``), a marker, or ``"missing"``."""
@@ -136,7 +144,8 @@ def register_op(op: OpDef) -> OpDef:
         raise ValueError(f"op {op.name!r} is registered twice")
     for p in op.primitives:
         if p not in PRIMITIVES:
-            raise ValueError(f"op {op.name!r}: primitive {p.name!r} was not made by define_primitive")
+            raise ValueError(f"op {op.name!r}: primitive {p.name!r} was not made by "
+                             "define_primitive")
     known = {o.lstrip("*") for o in op.operands}
     named = ([n.lstrip("*") for g in op.linear for n in g] + list(op.nondiff)
              + list(op.not_implemented))

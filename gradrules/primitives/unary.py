@@ -28,7 +28,7 @@ _unary: Callable[..., tuple[Primitive, Callable[..., Array]]] = partial(define_e
 abs_p, abs = _unary("abs", jnp.abs, "|x|. d/dx = sign(x), with abs'(0) = 0 (as the core IR).",
                     kind="numeric")
 neg_p, neg = _unary("neg", jnp.negative, "-x. Linear; its transpose is itself.",
-                    kind="numeric")
+                    kind="numeric", linear=(("x",),))
 sign_p, sign = _unary("sign", jnp.sign, "sign(x) in {-1, 0, 1}. Derivative 0 everywhere.",
                       kind="numeric")
 exp_p, exp = _unary("exp", jnp.exp, "e**x. d/dx = exp(x).")

@@ -120,7 +120,7 @@ def linear_jvp(prim: Primitive, primals: Sequence[Any], tangents: Sequence[Tange
     operands' primal values. All of them symbolic zeros: a symbolic-zero
     result."""
     info = PRIMITIVES[prim]
-    positions = set(info.positions(info.linear, len(primals)))
+    positions = set(info.positions(info.joint_linear(), len(primals)))
     out = prim.bind(*primals, **params)
     if all(is_zero(tangents[i]) for i in positions):
         if prim.multiple_results:

@@ -48,7 +48,7 @@ def composite_jvp(prim: Primitive, composite: Callable[..., Any], primals: Seque
     held fixed.
     """
     info = PRIMITIVES[prim]
-    linear = set(info.positions(info.linear, len(primals)))
+    linear = set(info.positions(info.joint_linear(), len(primals)))
     out = prim.bind(*primals, **params)
     outs = list(out) if prim.multiple_results else [out]
     t_out: list[Any] = [None] * len(outs)
@@ -81,7 +81,7 @@ def transpose_to(prim: Primitive, other: Primitive, ct: Cotangent, *operands: Ma
     names, which come last): ``other(*fixed, *cotangents)``, one result per
     linear operand; cotangents that are symbolic zeros are instantiated."""
     info = PRIMITIVES[prim]
-    linear = set(info.positions(info.linear, len(operands)))
+    linear = set(info.positions(info.joint_linear(), len(operands)))
     cts = list(ct) if prim.multiple_results else [ct]
     cts = [instantiate(c, c) for c in cts]
     fixed = [x for i, x in enumerate(operands) if i not in linear]

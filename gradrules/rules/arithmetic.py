@@ -54,12 +54,13 @@ def _sum_transpose(sign: float, ct: Cotangent, x: MaybeUndefined,
     return [ct_x, ct_y]
 
 
-register_rules(add_p, jvp=partial(_sum_jvp, add_p, 1.0), transpose=partial(_sum_transpose, 1.0),
+register_rules(add_p, linear=("x", "y"),
+               jvp=partial(_sum_jvp, add_p, 1.0), transpose=partial(_sum_transpose, 1.0),
                batch=partial(broadcasting_batch, add_p))
 
 
 # subtract ------------------------------------------------------------------
-register_rules(subtract_p, jvp=partial(_sum_jvp, subtract_p, -1.0),
+register_rules(subtract_p, linear=("x", "y"), jvp=partial(_sum_jvp, subtract_p, -1.0),
                transpose=partial(_sum_transpose, -1.0),
                batch=partial(broadcasting_batch, subtract_p))
 
@@ -80,7 +81,8 @@ def _multiply_transpose(ct: Cotangent, x: MaybeUndefined, y: MaybeUndefined) -> 
     return [None, unbroadcast(multiply(x, ct), y.aval)]
 
 
-register_rules(multiply_p, jvp=chain_rule(multiply_p, _multiply_dx, _multiply_dy),
+register_rules(multiply_p, linear=(("x",), ("y",)),
+               jvp=chain_rule(multiply_p, _multiply_dx, _multiply_dy),
                transpose=_multiply_transpose, batch=partial(broadcasting_batch, multiply_p))
 
 
@@ -180,7 +182,7 @@ register_rules(atan2_p, **elementwise_rules(atan2_p, _atan2_dx, _atan2_dy))
 
 
 # residual_add --------------------------------------------------------------
-register_rules(residual_add_p, jvp=partial(_sum_jvp, residual_add_p, 1.0),
+register_rules(residual_add_p, linear=("a", "b"), jvp=partial(_sum_jvp, residual_add_p, 1.0),
                transpose=partial(_sum_transpose, 1.0),
                batch=partial(broadcasting_batch, residual_add_p))
 
@@ -214,7 +216,7 @@ def _bias_add_batch(args: Sequence[Any], dims: Sequence[BatchDim]) -> BatchResul
     return broadcasting_batch(add_p, (x, b), (dx, db))
 
 
-register_rules(bias_add_p, jvp=_bias_add_jvp, transpose=_bias_add_transpose,
+register_rules(bias_add_p, linear=("x", "bias"), jvp=_bias_add_jvp, transpose=_bias_add_transpose,
                batch=_bias_add_batch)
 
 
@@ -225,11 +227,11 @@ def _scale_transpose(prim: Primitive, ct: Cotangent, x: MaybeUndefined, *,
     return [prim.bind(ct, scale=scale)]
 
 
-register_rules(scale_p, jvp=partial(linear_jvp, scale_p),
+register_rules(scale_p, linear=("x",), jvp=partial(linear_jvp, scale_p),
                transpose=partial(_scale_transpose, scale_p), batch=partial(unary_batch, scale_p))
 
 
 # div_scale -----------------------------------------------------------------
-register_rules(div_scale_p, jvp=partial(linear_jvp, div_scale_p),
+register_rules(div_scale_p, linear=("x",), jvp=partial(linear_jvp, div_scale_p),
                transpose=partial(_scale_transpose, div_scale_p),
                batch=partial(unary_batch, div_scale_p))

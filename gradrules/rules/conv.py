@@ -157,5 +157,6 @@ def _convolution_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, dimensi
     return reshape_axis_into(out_spec[1], out_spec[1] + 1, out), out_spec[1]
 
 
-register_rules(convolution_p, jvp=partial(multilinear_jvp, convolution_p),
+register_rules(convolution_p, linear=(("lhs",), ("rhs",)),
+               jvp=partial(multilinear_jvp, convolution_p),
                transpose=_convolution_transpose, batch=_convolution_batch)

@@ -39,7 +39,7 @@ def _convert_element_type_transpose(ct: Cotangent, x: MaybeUndefined, *,
     return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype)]
 
 
-register_rules(convert_element_type_p, jvp=_convert_element_type_jvp,
+register_rules(convert_element_type_p, linear=("x",), jvp=_convert_element_type_jvp,
                transpose=_convert_element_type_transpose,
                batch=partial(unary_batch, convert_element_type_p))
 
@@ -50,5 +50,5 @@ def _copy_transpose(ct: Cotangent, x: MaybeUndefined) -> list[Any]:
     return [copy_p.bind(ct)]
 
 
-register_rules(copy_p, jvp=partial(linear_jvp, copy_p), transpose=_copy_transpose,
+register_rules(copy_p, linear=("x",), jvp=partial(linear_jvp, copy_p), transpose=_copy_transpose,
                batch=partial(unary_batch, copy_p))

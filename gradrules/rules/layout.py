@@ -49,7 +49,7 @@ def _concatenate_transpose(ct: Cotangent, *xs: MaybeUndefined, axis: int) -> lis
     return [p if is_undefined_primal(x) else None for p, x in zip(pieces, xs)]
 
 
-register_rules(concatenate_p, jvp=partial(linear_jvp, concatenate_p),
+register_rules(concatenate_p, linear=("arrays",), jvp=partial(linear_jvp, concatenate_p),
                transpose=_concatenate_transpose,
                batch=partial(shifted_front_batch, concatenate_p, ("axis",)))
 
@@ -132,7 +132,8 @@ def _pad_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
     return where(padding_mask(unbatched, widths), value, padded), 0
 
 
-register_rules(pad_p, jvp=partial(linear_jvp, pad_p), transpose=_pad_transpose,
+register_rules(pad_p, linear=("x", "value"),
+               jvp=partial(linear_jvp, pad_p), transpose=_pad_transpose,
                batch=_pad_batch)
 
 
@@ -149,7 +150,7 @@ def _tile_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
     return tile_p.bind(bdim_to_front(args[0], dims[0]), reps=(1,) + reps), 0
 
 
-register_rules(tile_p, jvp=partial(linear_jvp, tile_p), transpose=_tile_transpose,
+register_rules(tile_p, linear=("x",), jvp=partial(linear_jvp, tile_p), transpose=_tile_transpose,
                batch=_tile_batch)
 
 
@@ -165,7 +166,8 @@ def _repeat_transpose(ct: Cotangent, x: MaybeUndefined, *, repeats: int | tuple[
     return [scatter_add_p.bind(zeros(shape, _dtype(ct)), index, ct, axis=axis)]
 
 
-register_rules(repeat_p, jvp=partial(linear_jvp, repeat_p), transpose=_repeat_transpose,
+register_rules(repeat_p, linear=("x",),
+               jvp=partial(linear_jvp, repeat_p), transpose=_repeat_transpose,
                batch=partial(shifted_front_batch, repeat_p, ("axis",)))
 
 
@@ -179,7 +181,7 @@ def _flip_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
     return flip_p.bind(bdim_to_front(args[0], dims[0]), axes=tuple(a + 1 for a in axes)), 0
 
 
-register_rules(flip_p, jvp=partial(linear_jvp, flip_p), transpose=_flip_transpose,
+register_rules(flip_p, linear=("x",), jvp=partial(linear_jvp, flip_p), transpose=_flip_transpose,
                batch=_flip_batch)
 
 
@@ -189,7 +191,7 @@ def _tensor_unfold_transpose(ct: Cotangent, x: MaybeUndefined, *, axis: int, siz
     return [tensor_fold_p.bind(ct, axis=axis, size=size, step=step, length=_shape(x)[axis])]
 
 
-register_rules(tensor_unfold_p, jvp=partial(linear_jvp, tensor_unfold_p),
+register_rules(tensor_unfold_p, linear=("x",), jvp=partial(linear_jvp, tensor_unfold_p),
                transpose=_tensor_unfold_transpose,
                batch=partial(shifted_front_batch, tensor_unfold_p, ("axis",)))
 
@@ -199,6 +201,6 @@ def _tensor_fold_transpose(ct: Cotangent, y: MaybeUndefined, *, axis: int, size:
     return [tensor_unfold_p.bind(ct, axis=axis, size=size, step=step)]
 
 
-register_rules(tensor_fold_p, jvp=partial(linear_jvp, tensor_fold_p),
+register_rules(tensor_fold_p, linear=("y",), jvp=partial(linear_jvp, tensor_fold_p),
                transpose=_tensor_fold_transpose,
                batch=partial(shifted_front_batch, tensor_fold_p, ("axis",)))

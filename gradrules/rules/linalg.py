@@ -119,7 +119,8 @@ def _matmul_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, transpose_x:
     return out, 0
 
 
-register_rules(matmul_p, jvp=partial(multilinear_jvp, matmul_p), transpose=_matmul_transpose,
+register_rules(matmul_p, linear=(("x",), ("y",)),
+               jvp=partial(multilinear_jvp, matmul_p), transpose=_matmul_transpose,
                batch=_matmul_batch)
 
 
@@ -181,7 +182,7 @@ def _mm_batch(args: Sequence[Any], dims: Sequence[BatchDim]) -> BatchResult:
     return _unfold(mm_p.bind(x, y), fold)
 
 
-register_rules(mm_p, jvp=partial(multilinear_jvp, mm_p),
+register_rules(mm_p, linear=(("x",), ("y",)), jvp=partial(multilinear_jvp, mm_p),
                transpose=partial(_product_transpose, mm_p), batch=_mm_batch)
 
 
@@ -192,7 +193,7 @@ def _bmm_batch(args: Sequence[Any], dims: Sequence[BatchDim]) -> BatchResult:
     return _unfold(bmm_p.bind(x, y), fold)
 
 
-register_rules(bmm_p, jvp=partial(multilinear_jvp, bmm_p),
+register_rules(bmm_p, linear=(("x",), ("y",)), jvp=partial(multilinear_jvp, bmm_p),
                transpose=partial(_product_transpose, bmm_p), batch=_bmm_batch)
 
 
@@ -276,7 +277,8 @@ def _addmm_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, beta: float,
     return add(_scaled(bias, beta), _scaled(prod, alpha)), 0
 
 
-register_rules(addmm_p, jvp=_addmm_jvp, transpose=_addmm_transpose, batch=_addmm_batch)
+register_rules(addmm_p, linear=(("bias", "x"), ("bias", "y")),
+               jvp=_addmm_jvp, transpose=_addmm_transpose, batch=_addmm_batch)
 
 
 def _linear_term(tb: Any, a: Any, c: Any) -> Any:
@@ -339,7 +341,8 @@ def _linear_batch(args: Sequence[Any], dims: Sequence[BatchDim]) -> BatchResult:
     return add(prod, _broadcast_batched(b[0], db_, size, lead + (n,), 0)), 0
 
 
-register_rules(linear_p, jvp=_linear_jvp, transpose=_linear_transpose, batch=_linear_batch)
+register_rules(linear_p, linear=(("x", "b"), ("w", "b")),
+               jvp=_linear_jvp, transpose=_linear_transpose, batch=_linear_batch)
 
 
 # einsum --------------------------------------------------------------------
@@ -389,7 +392,8 @@ def _einsum_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, equation: st
     return einsum_p.bind(*ops, equation=",".join(terms) + "->" + b + out), 0
 
 
-register_rules(einsum_p, jvp=partial(multilinear_jvp, einsum_p), transpose=_einsum_transpose,
+register_rules(einsum_p, linear=(("*operands",),),
+               jvp=partial(multilinear_jvp, einsum_p), transpose=_einsum_transpose,
                batch=_einsum_batch)
 
 

@@ -180,5 +180,6 @@ def _nll_loss_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
     return nll_loss_p.bind(logp, labels, weight, ignore_index=ignore_index), 0
 
 
-register_rules(nll_loss_p, jvp=partial(multilinear_jvp, nll_loss_p),
+register_rules(nll_loss_p, linear=(("logp",), ("weight",)),
+               jvp=partial(multilinear_jvp, nll_loss_p),
                transpose=_nll_loss_transpose, batch=_nll_loss_batch)

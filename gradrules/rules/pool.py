@@ -45,13 +45,14 @@ def separable_transpose(prim: Primitive, ct: Cotangent, x: MaybeUndefined, **par
 
 
 # avg_pool2d ------------------------------------------------------------------
-register_rules(avg_pool2d_p, jvp=partial(linear_jvp, avg_pool2d_p),
+register_rules(avg_pool2d_p, linear=("x",), jvp=partial(linear_jvp, avg_pool2d_p),
                transpose=partial(separable_transpose, avg_pool2d_p),
                batch=partial(front_batch, avg_pool2d_p))
 
 
 # adaptive_avg_pool2d ---------------------------------------------------------
-register_rules(adaptive_avg_pool2d_p, jvp=partial(linear_jvp, adaptive_avg_pool2d_p),
+register_rules(adaptive_avg_pool2d_p, linear=("x",),
+               jvp=partial(linear_jvp, adaptive_avg_pool2d_p),
                transpose=partial(separable_transpose, adaptive_avg_pool2d_p),
                batch=partial(front_batch, adaptive_avg_pool2d_p))
 

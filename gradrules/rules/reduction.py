@@ -60,7 +60,7 @@ def _sum_transpose(ct: Cotangent, x: MaybeUndefined, *, axes: tuple[int, ...],
     return [restore_reduced(ct, tuple(x.aval.shape), axes, keepdims)]
 
 
-register_rules(sum_p, jvp=partial(linear_jvp, sum_p), transpose=_sum_transpose,
+register_rules(sum_p, linear=("x",), jvp=partial(linear_jvp, sum_p), transpose=_sum_transpose,
                batch=partial(reduction_batch, sum_p))
 
 
@@ -74,7 +74,7 @@ def _mean_transpose(ct: Cotangent, x: MaybeUndefined, *, axes: tuple[int, ...],
     return [div_scale_p.bind(out, scale=float(n)) if n > 1 else out]
 
 
-register_rules(mean_p, jvp=partial(linear_jvp, mean_p), transpose=_mean_transpose,
+register_rules(mean_p, linear=("x",), jvp=partial(linear_jvp, mean_p), transpose=_mean_transpose,
                batch=partial(reduction_batch, mean_p))
 
 

@@ -31,7 +31,7 @@ from ._fused import fold_batch, unfold_batch
 from .pool import separable_transpose
 
 # upsample2d ------------------------------------------------------------------
-register_rules(upsample2d_p, jvp=partial(linear_jvp, upsample2d_p),
+register_rules(upsample2d_p, linear=("x",), jvp=partial(linear_jvp, upsample2d_p),
                transpose=partial(separable_transpose, upsample2d_p),
                batch=partial(front_batch, upsample2d_p))
 
@@ -43,16 +43,16 @@ def _inverse_transpose(inverse: Primitive, ct: Cotangent, x: MaybeUndefined, **p
     return [inverse.bind(ct, **params)]
 
 
-register_rules(pixel_shuffle_p, jvp=partial(linear_jvp, pixel_shuffle_p),
+register_rules(pixel_shuffle_p, linear=("x",), jvp=partial(linear_jvp, pixel_shuffle_p),
                transpose=partial(_inverse_transpose, pixel_unshuffle_p),
                batch=partial(front_batch, pixel_shuffle_p))
-register_rules(pixel_unshuffle_p, jvp=partial(linear_jvp, pixel_unshuffle_p),
+register_rules(pixel_unshuffle_p, linear=("x",), jvp=partial(linear_jvp, pixel_unshuffle_p),
                transpose=partial(_inverse_transpose, pixel_shuffle_p),
                batch=partial(front_batch, pixel_unshuffle_p))
-register_rules(unpatchify_p, jvp=partial(linear_jvp, unpatchify_p),
+register_rules(unpatchify_p, linear=("tokens",), jvp=partial(linear_jvp, unpatchify_p),
                transpose=partial(_inverse_transpose, patchify_p),
                batch=partial(front_batch, unpatchify_p))
-register_rules(patchify_p, jvp=partial(linear_jvp, patchify_p),
+register_rules(patchify_p, linear=("x",), jvp=partial(linear_jvp, patchify_p),
                transpose=partial(_inverse_transpose, unpatchify_p),
                batch=partial(front_batch, patchify_p))
 

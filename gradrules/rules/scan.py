@@ -43,7 +43,8 @@ def _cumsum_transpose(ct: Cotangent, x: MaybeUndefined, *, axis: int, reverse: b
     return [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
 
 
-register_rules(cumsum_p, jvp=partial(linear_jvp, cumsum_p), transpose=_cumsum_transpose,
+register_rules(cumsum_p, linear=("x",),
+               jvp=partial(linear_jvp, cumsum_p), transpose=_cumsum_transpose,
                batch=partial(axis_batch, cumsum_p))
 
 

@@ -30,7 +30,8 @@ def _reshape_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
     return reshape_p.bind(x, new_sizes=(np.shape(x)[0],) + new_sizes), 0
 
 
-register_rules(reshape_p, jvp=partial(linear_jvp, reshape_p), transpose=_reshape_transpose,
+register_rules(reshape_p, linear=("x",),
+               jvp=partial(linear_jvp, reshape_p), transpose=_reshape_transpose,
                batch=_reshape_batch)
 
 
@@ -46,7 +47,7 @@ def _transpose_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
     return transpose_p.bind(x, permutation=(0,) + tuple(p + 1 for p in permutation)), 0
 
 
-register_rules(transpose_p, jvp=partial(linear_jvp, transpose_p),
+register_rules(transpose_p, linear=("x",), jvp=partial(linear_jvp, transpose_p),
                transpose=_transpose_transpose, batch=_transpose_batch)
 
 
@@ -70,7 +71,7 @@ def _broadcast_in_dim_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
         broadcast_dimensions=(0,) + tuple(d + 1 for d in broadcast_dimensions)), 0
 
 
-register_rules(broadcast_in_dim_p, jvp=partial(linear_jvp, broadcast_in_dim_p),
+register_rules(broadcast_in_dim_p, linear=("x",), jvp=partial(linear_jvp, broadcast_in_dim_p),
                transpose=_broadcast_in_dim_transpose, batch=_broadcast_in_dim_batch)
 
 
@@ -90,7 +91,7 @@ def _broadcast_to_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
     return broadcast_to_p.bind(x, shape=(b,) + shape), 0
 
 
-register_rules(broadcast_to_p, jvp=partial(linear_jvp, broadcast_to_p),
+register_rules(broadcast_to_p, linear=("x",), jvp=partial(linear_jvp, broadcast_to_p),
                transpose=_broadcast_to_transpose, batch=_broadcast_to_batch)
 
 
@@ -110,7 +111,7 @@ def _expand_dims_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, axes: t
     return expand_dims_p.bind(x, axes=_shift_axes(axes)), 0
 
 
-register_rules(expand_dims_p, jvp=partial(linear_jvp, expand_dims_p),
+register_rules(expand_dims_p, linear=("x",), jvp=partial(linear_jvp, expand_dims_p),
                transpose=_expand_dims_transpose, batch=_expand_dims_batch)
 
 
@@ -126,5 +127,6 @@ def _squeeze_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, axes: tuple
     return squeeze_p.bind(x, axes=_shift_axes(axes)), 0
 
 
-register_rules(squeeze_p, jvp=partial(linear_jvp, squeeze_p), transpose=_squeeze_transpose,
+register_rules(squeeze_p, linear=("x",),
+               jvp=partial(linear_jvp, squeeze_p), transpose=_squeeze_transpose,
                batch=_squeeze_batch)

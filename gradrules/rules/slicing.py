@@ -52,7 +52,8 @@ def _slice_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
                         strides=(1,) + strides), 0
 
 
-register_rules(slice_p, jvp=partial(linear_jvp, slice_p), transpose=_slice_transpose,
+register_rules(slice_p, linear=("x",),
+               jvp=partial(linear_jvp, slice_p), transpose=_slice_transpose,
                batch=_slice_batch)
 
 
@@ -62,9 +63,11 @@ def _select_transpose(ct: Cotangent, x: MaybeUndefined, *, axis: int, index: int
     return [pad_axis(ct, axis, index, _shape(x)[axis] - 1 - index)]
 
 
-register_rules(row_slice_p, jvp=partial(linear_jvp, row_slice_p), transpose=_select_transpose,
+register_rules(row_slice_p, linear=("x",),
+               jvp=partial(linear_jvp, row_slice_p), transpose=_select_transpose,
                batch=partial(shifted_front_batch, row_slice_p, ("axis",)))
-register_rules(select_p, jvp=partial(linear_jvp, select_p), transpose=_select_transpose,
+register_rules(select_p, linear=("x",),
+               jvp=partial(linear_jvp, select_p), transpose=_select_transpose,
                batch=partial(shifted_front_batch, select_p, ("axis",)))
 
 
@@ -107,5 +110,6 @@ def _split_transpose(cts: Sequence[Cotangent], x: MaybeUndefined, *, sizes: tupl
     return [concatenate_p.bind(*(instantiate(c, c) for c in cts), axis=axis)]
 
 
-register_rules(split_p, jvp=partial(linear_jvp, split_p), transpose=_split_transpose,
+register_rules(split_p, linear=("x",),
+               jvp=partial(linear_jvp, split_p), transpose=_split_transpose,
                batch=partial(shifted_front_batch, split_p, ("axis",)))

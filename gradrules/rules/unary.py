@@ -28,7 +28,7 @@ def _neg_transpose(ct: Cotangent, x: MaybeUndefined) -> list[Any]:
     return [u.neg(ct)]
 
 
-register_rules(u.neg_p, jvp=partial(linear_jvp, u.neg_p), transpose=_neg_transpose,
+register_rules(u.neg_p, linear=("x",), jvp=partial(linear_jvp, u.neg_p), transpose=_neg_transpose,
                batch=partial(unary_batch, u.neg_p))
 
 
