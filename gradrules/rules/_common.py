@@ -2,8 +2,8 @@
 
 * JVPs: ``chain_rule(prim, *partials)`` (elementwise ops from named partial
   derivatives, ``t_out = sum_i t_i * d_i(*primals, out, **params)``) and
-  ``elementwise_rules`` / ``marker_rules`` (the three rules of such an op,
-  for one ``register_rules`` call), ``linear_jvp`` (bind the primitive on the
+  ``elementwise_rules`` / ``marker_rules`` / ``linear_map_rules`` (the three
+  rules of such an op, for one ``register_rules`` call), ``linear_jvp`` (bind the primitive on the
   tangents of the operands it is declared linear in), ``multilinear_jvp``
   (one tangent at a time), ``selection_jvp`` (values picked by indices).
 * Tangents: ``instantiate`` (a symbolic zero as zeros), ``add_tangents``.
@@ -223,6 +223,16 @@ def front_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim],
                 **params: Any) -> BatchResult:
     """``shifted_front_batch`` with no axis params: leading axes map through."""
     return shifted_front_batch(prim, (), args, dims, **params)
+
+
+def linear_map_rules(prim: Primitive, transpose: Callable[..., Any],
+                     batch: Callable[..., BatchResult] | None = None) -> dict[str, Any]:
+    """The rules of a primitive jointly linear in its declared operands, for
+    ``register_rules(prim, linear=(...), **linear_map_rules(prim, transpose))``:
+    ``jvp=linear_jvp`` (the primitive on the tangents), the ``transpose``
+    given, and ``batch`` (default ``front_batch``: leading axes map through)."""
+    return dict(jvp=partial(linear_jvp, prim), transpose=transpose,
+                batch=batch if batch is not None else partial(front_batch, prim))
 
 
 def reshape_axis_into(src: int, dst: int, x: Any) -> Any:

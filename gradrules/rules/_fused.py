@@ -24,6 +24,7 @@ and by other primitives whose JVP is that of a reference composition.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ import numpy as np
 import jax
 
 from .. import _jax
-from .._jax import (BatchDim, Cotangent, JvpResult, MaybeUndefined, Primitive, Tangent,
+from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive, Tangent,
                     is_undefined_primal, is_zero)
 from ..core.kernels import IMPLEMENTATION
 from ..core.registry import PRIMITIVES
@@ -92,6 +93,17 @@ def transpose_to(prim: Primitive, other: Primitive, ct: Cotangent, *operands: Ma
         r = next(results) if i in linear else None
         cotangents.append(r if is_undefined_primal(x) else None)
     return cotangents
+
+
+def fused_map_rules(prim: Primitive, other: Primitive, composite: Callable[..., Any],
+                    batch: Callable[..., BatchResult]) -> dict[str, Any]:
+    """The rules of a fused op's tangent map or backward ``prim``, for
+    ``register_rules(prim, linear=(...), **fused_map_rules(prim, other,
+    composite, batch))``: the JVP of ``composite`` (the gradrules-op function
+    ``prim`` computes; ``composite_jvp``), the transpose to ``other`` (its
+    backward or tangent map; ``transpose_to``) and ``batch``."""
+    return dict(jvp=partial(composite_jvp, prim, composite),
+                transpose=partial(transpose_to, prim, other), batch=batch)
 
 
 def all_zero(tangents: Sequence[Tangent]) -> bool:
