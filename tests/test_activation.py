@@ -135,6 +135,17 @@ def test_finite_at_large_abs_x_in_every_order(name, kw):
         assert bool(jnp.isfinite(g).all()), (dtype, g)
 
 
+@pytest.mark.parametrize("x", [10.0, 15.0, 20.0])
+def test_silu_derivatives_keep_float32_precision_at_large_x(x):
+    """silu' = s (1 + x sigmoid(-x)): no cancellation of 1 - s, so the float32
+    second derivative stays near the float64 one (1 - s gave 1e-2 at x = 15)."""
+    d1, d2 = (jax.grad(a.silu), jax.grad(jax.grad(a.silu)))
+    with jax.enable_x64(True):
+        w1, w2 = jax.grad(jax.nn.silu)(np.float64(x)), jax.grad(jax.grad(jax.nn.silu))(np.float64(x))
+    np.testing.assert_allclose(d1(np.float32(x)), w1, rtol=1e-6)
+    np.testing.assert_allclose(d2(np.float32(x)), w2, rtol=1e-4)
+
+
 def test_large_abs_x_values_do_not_overflow():
     np.testing.assert_array_equal(a.sigmoid(np.array([-1e4, 1e4])), [0.0, 1.0])
     np.testing.assert_allclose(a.log_sigmoid(np.array([-1e4, -800.0, 800.0])),

@@ -139,6 +139,14 @@ def test_logsumexp_over_a_size_0_axis_is_minus_inf() -> None:
     np.testing.assert_array_equal(out, [-np.inf] * 3)
 
 
+def test_logsumexp_of_a_slice_with_a_nan_is_nan() -> None:
+    """A NaN propagates (as in jax.nn.logsumexp); only an all -inf slice is -inf."""
+    x = np.array([[1.0, np.nan, 2.0], [1.0, 2.0, 3.0], [-np.inf, -np.inf, -np.inf]])
+    out = red.logsumexp(x, axis=1)
+    assert np.isnan(out[0]) and out[2] == -np.inf
+    np.testing.assert_allclose(out[1], jax.nn.logsumexp(x[1]), rtol=1e-15)
+
+
 def test_logsumexp_is_stable_for_large_inputs() -> None:
     x = np.array([1000.0, 1000.0])
     np.testing.assert_allclose(red.logsumexp(x), 1000.0 + np.log(2.0), rtol=1e-15)

@@ -81,9 +81,10 @@ def max_shift(x: Array, axis: int | tuple[int, ...]) -> Array:
 
 def lse_from_sum(shift: Array, total: Array, empty: float) -> Array:
     """``shift + log(total)`` with ``total = sum exp(x - shift)``; ``empty``
-    (0 or ``-inf``) where the total is 0 (every entry ``-inf``)."""
-    seen = total > 0
-    return jnp.where(seen, shift + jnp.log(jnp.where(seen, total, 1)), empty)
+    (0 or ``-inf``) where the total is 0 (every entry ``-inf``). A NaN total
+    (a NaN entry) stays NaN."""
+    none = total == 0
+    return jnp.where(none, empty, shift + jnp.log(jnp.where(none, 1, total)))
 
 
 def log_sum_exp(x: Array, axis: int | tuple[int, ...], *, empty: float = 0.0) -> Array:
