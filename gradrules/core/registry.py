@@ -70,8 +70,11 @@ class PrimitiveInfo:
 
     def joint_linear(self) -> tuple[str, ...]:
         """The one group of operands the primitive is jointly linear in, for
-        the generic rules (a TypeError when it declares several groups)."""
-        if len(self.linear) != 1:
+        the generic rules: ``()`` when it is not linear, a TypeError when it
+        declares several groups."""
+        if not self.linear:
+            return ()
+        if len(self.linear) > 1:
             raise TypeError(f"{self.name}: the generic linear rules need one group of linear "
                             f"operands, it declares {self.linear}")
         return self.linear[0]
