@@ -141,7 +141,8 @@ def test_silu_derivatives_keep_float32_precision_at_large_x(x):
     second derivative stays near the float64 one (1 - s gave 1e-2 at x = 15)."""
     d1, d2 = (jax.grad(a.silu), jax.grad(jax.grad(a.silu)))
     with jax.enable_x64(True):
-        w1, w2 = jax.grad(jax.nn.silu)(np.float64(x)), jax.grad(jax.grad(jax.nn.silu))(np.float64(x))
+        w1 = jax.grad(jax.nn.silu)(np.float64(x))
+        w2 = jax.grad(jax.grad(jax.nn.silu))(np.float64(x))
     np.testing.assert_allclose(d1(np.float32(x)), w1, rtol=1e-6)
     np.testing.assert_allclose(d2(np.float32(x)), w2, rtol=1e-4)
 

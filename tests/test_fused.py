@@ -64,8 +64,10 @@ def test_a_pallas_kernel_that_is_not_there_raises(op, kernel):
     f, xs = _call(op)
     assert "Implementation(kernel='auto'" in str(jax.make_jaxpr(f)(*xs))
     with gradrules.config.using(kernel=kernel):
-        with pytest.raises(NotImplementedError, match=rf"gradrules\.{op.name}: kernel="
-                                                      rf"'{kernel}' has no Pallas kernel yet"):
+        message = rf"gradrules\.{op.name}: kernel='{kernel}' has no Pallas kernel yet"
+        with pytest.raises(NotImplementedError, match=message):
+            jax.make_jaxpr(f)(*xs)           # at trace time, before any lowering
+        with pytest.raises(NotImplementedError, match=message):
             jax.block_until_ready(f(*xs))
     with gradrules.config.using(kernel="xla"):
         assert "Implementation(kernel='xla'" in str(jax.make_jaxpr(f)(*xs))

@@ -10,8 +10,10 @@ import pytest
 
 from gradrules import _jax
 from gradrules.primitives import _loss_xla
+from gradrules.core.kernels import Implementation
 from gradrules.primitives.loss import (_cross_entropy_reference, cross_entropy,
-                                       fused_linear_cross_entropy, nll_loss)
+                                       fused_linear_cross_entropy, fused_linear_cross_entropy_p,
+                                       nll_loss)
 
 rng = np.random.default_rng(0)
 LOGITS = rng.normal(size=(5, 7))
@@ -155,6 +157,32 @@ def test_fused_linear_cross_entropy_is_cross_entropy_of_the_product(small_blocks
     _all_close(jax.hessian(f, (0, 1))(H, W), jax.hessian(g, (0, 1))(H, W), 1e-9)
     hb = np.stack([H, H[::-1]])
     _all_close(jax.vmap(f, (0, None))(hb, W), jnp.stack([f(H, W), f(H[::-1], W)]))
+
+
+def test_fused_linear_cross_entropy_without_block_sizes_uses_the_defaults() -> None:
+    """An implementation param that carries no block sizes (``blocks=None``)
+    runs the chunked lowering with the default sizes for the call's shape."""
+    params = dict(ignore_index=-100, label_smoothing=0.0, z_loss=0.0,
+                  implementation=Implementation("xla"))
+    loss, lse = fused_linear_cross_entropy_p.bind(H, W, LABELS, **params)
+    np.testing.assert_allclose(loss, fused_linear_cross_entropy(H, W, LABELS, reduction="none"),
+                               rtol=1e-12)
+    np.testing.assert_allclose(lse, jax.nn.logsumexp(H @ W, axis=-1), rtol=1e-12)
+
+
+def test_a_vocabulary_chunk_of_minus_inf_logits_keeps_the_loss_finite(monkeypatch) -> None:
+    """With one vocabulary entry per chunk and a first column of -inf logits,
+    the online log-sum-exp passes through a chunk where every logit is -inf
+    and goes on finite (the max shift of an empty chunk is 0, not -inf - -inf)."""
+    monkeypatch.setattr(_loss_xla, "DEFAULT_BLOCKS", _loss_xla.Blocks(tokens=2, vocab=1))
+    w = W.copy()
+    w[:, 0] = -np.inf
+    h = np.abs(H) + 0.1                  # h @ w[:, 0] = -inf for every token
+    labels = np.array([1, 6, -100, 3, 3], np.int32)
+    got = fused_linear_cross_entropy(h, w, labels, reduction="none")
+    want = cross_entropy(h @ w, labels, reduction="none")
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_fused_linear_cross_entropy_derivatives_never_bind_matmul() -> None:

@@ -56,6 +56,14 @@ def test_any_axis_matches_jax_nn(fn, ref) -> None:
         np.testing.assert_allclose(fn(x, axis=axis), ref(x, axis=axis), rtol=1e-12)
 
 
+@pytest.mark.parametrize("fn, ref", [(softmax, jax.nn.softmax),
+                                     (log_softmax, jax.nn.log_softmax)])
+def test_a_size_0_axis_gives_an_empty_result_as_jax_nn(fn, ref) -> None:
+    x = np.ones((2, 0))
+    assert fn(x, axis=-1).shape == ref(x, axis=-1).shape == (2, 0)
+    assert jax.grad(lambda v: jnp.sum(fn(v, axis=-1)))(x).shape == (2, 0)
+
+
 @pytest.mark.parametrize("fn", [softmax, log_softmax])
 def test_bfloat16_accumulates_in_float32(fn) -> None:
     x = jnp.asarray(np.random.default_rng(1).normal(size=(3, 4096)) * 4, jnp.bfloat16)

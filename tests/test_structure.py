@@ -131,21 +131,33 @@ def test_no_module_is_too_long():
     assert not long, long
 
 
-def _source_names() -> set[str]:
-    """Every def in the package, and every primitive name."""
-    names = {info.name for info in PRIMITIVES.values()}
-    for path in _modules():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                names.add(node.name)
+def _own_names(rule: object) -> set[str]:
+    """The names a rule may show: those of the defs it is made of (their
+    qualified names: ``chain_rule.<locals>.jvp`` gives chain_rule and jvp),
+    of the primitives a partial binds, and Python's literals."""
+    names = {"None", "True", "False"}
+    for fn in rule_functions(rule):
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            names |= set(re.findall(r"[A-Za-z_]\w*", code.co_qualname))
+    stack = [rule]
+    while stack:
+        r = stack.pop()
+        if isinstance(r, partial):
+            stack.append(r.func)
+            for a in r.args:
+                if isinstance(a, _jax.Primitive):
+                    names.add(a.name)
+                elif callable(a):
+                    stack.append(a)
     return names
 
 
 def test_every_rule_is_a_def_whose_name_is_in_the_source():
     """Registered rules (as listed and as JAX holds them) resolve, through
-    partials and wrappers, to defs found in the source, and their names are
-    made of such defs and primitive names (no names built with f-strings)."""
-    names = _source_names()
+    partials and wrappers, to defs found in the source, and the names they
+    show are made only of those defs' names and the primitives they bind: a
+    name built with an f-string (``f"_{prim.name}_jvp"``) fails."""
     bad = []
     for prim, info in PRIMITIVES.items():
         if info.family == "test":
@@ -164,10 +176,18 @@ def test_every_rule_is_a_def_whose_name_is_in_the_source():
                         bad.append(f"{info.name} {kind}: def {code.co_name} not in source")
                 shown = rule_name(rule)
                 code_part = re.sub(r"'[^']*'|\"[^\"]*\"", "", shown)   # params like ('axis',)
-                unknown = set(re.findall(r"[A-Za-z_]\w*", code_part)) - names
+                unknown = set(re.findall(r"[A-Za-z_]\w*", code_part)) - _own_names(rule)
                 if unknown:
                     bad.append(f"{info.name} {kind}: {shown!r} names {sorted(unknown)}")
     assert not bad, "\n".join(bad)
+
+
+def test_the_name_check_catches_a_name_built_from_the_primitive():
+    def jvp(primals, tangents):
+        return None
+
+    jvp.__name__ = "_sin_jvp"                 # an f-string name, f"_{prim.name}_jvp"
+    assert "_sin_jvp" not in _own_names(jvp) and "jvp" in _own_names(jvp)
 
 
 def test_rule_signatures_use_the_contract_types():

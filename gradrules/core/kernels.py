@@ -21,8 +21,10 @@ untouched; only the lowering reads it:
   Asking for it where the table has none raises ``NotImplementedError`` at
   trace time.
 
-An entry that takes a ``blocks`` keyword receives ``implementation.blocks``;
-every entry receives the primitive's other params.
+An entry that takes a ``blocks`` keyword receives ``implementation.blocks``,
+one that takes ``implementation`` (a composition binding fused primitives,
+e.g. silu_rowsplit's) the param itself; every entry receives the primitive's
+other params.
 """
 
 from __future__ import annotations
@@ -81,9 +83,10 @@ def check_implementation(name: str, table: Mapping[str, Callable[..., Any]],
             "kernel='auto' or 'xla' (gradrules.config.using(kernel='xla'))")
 
 
-def _takes_blocks(fn: Callable[..., Any]) -> bool:
+def takes_keyword(fn: Callable[..., Any], name: str) -> bool:
+    """Whether ``fn``'s signature has a parameter ``name``."""
     try:
-        return "blocks" in inspect.signature(fn).parameters
+        return name in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
 
@@ -97,8 +100,10 @@ def dispatch(table: Mapping[str, Callable[..., Any]], on_gpu: bool, *args: Any,
         kernel = "pallas" if on_gpu and "pallas" in table else "xla"
     fn = table["xla" if kernel == "xla" else "pallas"]
     extra: dict[str, Any] = {} if kernel == "xla" else {"interpret": kernel == "interpret"}
-    if _takes_blocks(fn):
+    if takes_keyword(fn, "blocks"):
         extra["blocks"] = implementation.blocks
+    if takes_keyword(fn, IMPLEMENTATION):     # a composition that binds fused primitives
+        extra[IMPLEMENTATION] = implementation
     return fn(*args, **params, **extra)
 
 

@@ -43,8 +43,8 @@ InferMeta = Callable[..., Any]
 def define_primitive(name: str, *, family: str, operands: tuple[str, ...],
                      infer_meta: InferMeta, impl: Callable[..., Any] | None = None,
                      implementations: Mapping[str, Callable[..., Any]] | None = None,
-                     params: tuple[str, ...] = (), multiple_results: bool = False
-                     ) -> _jax.Primitive:
+                     params: tuple[str, ...] = (), multiple_results: bool = False,
+                     outputs: tuple[str, ...] = ()) -> _jax.Primitive:
     """Make and register a primitive.
 
     ``infer_meta(*avals, **params)`` returns the output ``ShapedArray`` (a
@@ -52,7 +52,9 @@ def define_primitive(name: str, *, family: str, operands: tuple[str, ...],
     ``ValueError`` naming the op for bad input. Give either ``impl(*arrays,
     **params)``, the lowering on every platform, or ``implementations``, a
     table with an ``"xla"`` entry and optionally a ``"pallas"`` one, chosen by
-    the ``implementation`` param this adds (``core.kernels``).
+    the ``implementation`` param this adds (``core.kernels``). ``outputs``
+    names the results (a fused forward's: its output and residuals, which its
+    tangent map takes by these names).
     """
     if (impl is None) == (implementations is None):
         raise TypeError(f"define_primitive({name}): give exactly one of impl and implementations")
@@ -71,7 +73,7 @@ def define_primitive(name: str, *, family: str, operands: tuple[str, ...],
     PRIMITIVES[prim] = PrimitiveInfo(prim=prim, family=family, operands=tuple(operands),
                                      params=all_params, multiple_results=multiple_results,
                                      infer_meta=infer_meta, lowerings=lowerings,
-                                     has_implementation_param=table is not None)
+                                     outputs=tuple(outputs))
     return prim
 
 

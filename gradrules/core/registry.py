@@ -44,13 +44,18 @@ class PrimitiveInfo:
     multiple_results: bool
     infer_meta: Callable[..., Any]
     lowerings: dict[str, Callable[..., Any]]
-    has_implementation_param: bool = False
+    outputs: tuple[str, ...] = ()      # names of the results, where given
     rules: dict[str, Any] = field(default_factory=dict)
     linear: tuple[tuple[str, ...], ...] = ()
 
     @property
     def name(self) -> str:
         return self.prim.name
+
+    @property
+    def has_implementation_param(self) -> bool:
+        """Whether the primitive has an implementation table (``core.kernels``)."""
+        return "implementation" in self.params
 
     def positions(self, names: Iterable[str], n_args: int | None = None) -> tuple[int, ...]:
         """The positions of the named operands (a TypeError for unknown names).

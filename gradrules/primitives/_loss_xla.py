@@ -34,6 +34,7 @@ vocab)``). Leading batch axes (from ``vmap``) are mapped over.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -288,19 +289,30 @@ def _flce_vjp_2d(h: Array, w: Array, labels: Array, lse: Array, g_loss: Array, g
     return [dh[:tokens].astype(h.dtype), dw]
 
 
-def flce_forward(h: Array, w: Array, labels: Array, *, blocks: Blocks,
+def sized_blocks(blocks: Blocks | None, h: Array, w: Array) -> Blocks:
+    """``blocks``, or (an ``implementation`` param without block sizes) the
+    defaults capped at this call's tokens and vocabulary."""
+    if blocks is not None:
+        return blocks
+    return DEFAULT_BLOCKS.for_shape(math.prod(h.shape[:-1]), w.shape[-1])
+
+
+def flce_forward(h: Array, w: Array, labels: Array, *, blocks: Blocks | None,
                  **params: Any) -> list[Array]:
+    blocks = sized_blocks(blocks, h, w)
     return _over_batch(lambda *a: _flce_forward_2d(*a, blocks=blocks, **params), h.ndim - 2)(
         h, w, labels)
 
 
 def flce_jvp(h: Array, w: Array, labels: Array, lse: Array, th: Array, tw: Array, *,
-             blocks: Blocks, **params: Any) -> list[Array]:
+             blocks: Blocks | None, **params: Any) -> list[Array]:
+    blocks = sized_blocks(blocks, h, w)
     return _over_batch(lambda *a: _flce_jvp_2d(*a, blocks=blocks, **params), h.ndim - 2)(
         h, w, labels, lse, th, tw)
 
 
 def flce_vjp(h: Array, w: Array, labels: Array, lse: Array, g_loss: Array, g_lse: Array, *,
-             blocks: Blocks, **params: Any) -> list[Array]:
+             blocks: Blocks | None, **params: Any) -> list[Array]:
+    blocks = sized_blocks(blocks, h, w)
     return _over_batch(lambda *a: _flce_vjp_2d(*a, blocks=blocks, **params), h.ndim - 2)(
         h, w, labels, lse, g_loss, g_lse)

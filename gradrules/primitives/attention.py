@@ -134,7 +134,8 @@ def _attention_vjp_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any, out:
 
 
 attention_p = define_primitive(
-    "attention", family=FAMILY, operands=OPERANDS, params=PARAMS, multiple_results=True,
+    "attention", family=FAMILY, operands=OPERANDS, outputs=("out", "lse"), params=PARAMS,
+    multiple_results=True,
     infer_meta=_attention_infer_meta, implementations={"xla": xla.forward})
 attention_jvp_p = define_primitive(
     "attention_jvp", family=FAMILY, operands=OPERANDS + RESIDUALS + ("tq", "tk", "tv", "tbias"),

@@ -30,10 +30,11 @@ from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._compose import cast
 from ._fused import acc_dtype, matching_meta, upcast
-from .activation import clamp, sigmoid, silu_slope
+from .activation import clamp, gelu, sigmoid, silu_slope
 from .arithmetic import add, multiply
 from .compare import le, where
 from .convert import promote
+from .slicing import split
 from .unary import abs as gr_abs
 
 Array = jax.Array
@@ -156,18 +157,18 @@ register_op(OpDef(name="silu_gated", family=FAMILY, fn=silu_gated,
 
 
 # --------------------------------------------------------------- gelu_gated
-def _gelu(x: Array, approximate: bool) -> Array:
-    return jax.nn.gelu(x, approximate=approximate)
-
-
-def _gelu_gated_impl(gate: Array, up: Array, *, approximate: bool) -> Array:
-    return (_gelu(upcast(gate), approximate) * upcast(up)).astype(gate.dtype)
+def gelu_gated_composition(gate: Any, up: Any, *, approximate: bool) -> Any:
+    """``gelu(gate) * up`` with the gradrules gelu, in float32 for 16-bit
+    input: gelu_gated's lowering and the function its JVP differentiates."""
+    dtype = aval_of(gate).dtype
+    acc = acc_dtype(dtype)
+    return cast(multiply(gelu(cast(gate, acc), approximate=approximate), cast(up, acc)), dtype)
 
 
 gelu_gated_p = define_primitive("gelu_gated", family=FAMILY, operands=("gate", "up"),
                                 params=("approximate",),
                                 infer_meta=matching_meta("gelu_gated", ("gate", "up")),
-                                impl=_gelu_gated_impl)
+                                impl=gelu_gated_composition)
 
 
 def gelu_gated(gate: ArrayLike, up: ArrayLike, *, approximate: bool = False) -> Array:
@@ -184,7 +185,8 @@ def gelu_gated(gate: ArrayLike, up: ArrayLike, *, approximate: bool = False) -> 
 def _gelu_gated_reference(gate: ArrayLike, up: ArrayLike, *, approximate: bool = False
                           ) -> Array:
     gate = jnp.asarray(gate)
-    return (_gelu(upcast(gate), approximate) * upcast(jnp.asarray(up))).astype(gate.dtype)
+    return (jax.nn.gelu(upcast(gate), approximate=approximate)
+            * upcast(jnp.asarray(up))).astype(gate.dtype)
 
 
 register_op(OpDef(name="gelu_gated", family=FAMILY, fn=gelu_gated, primitives=(gelu_gated_p,),
@@ -202,17 +204,21 @@ def _rowsplit_meta(x: Any, *, activation: str, limit: float | None, implementati
     return ShapedArray(x.shape[:-1] + (x.shape[-1] // 2,), x.dtype)
 
 
-def _rowsplit_impl(x: Array, *, activation: str, limit: float | None) -> Array:
-    gate, up = jnp.split(x, 2, axis=-1)
+def silu_rowsplit_composition(x: Any, *, activation: str, limit: float | None,
+                              implementation: Implementation) -> Any:
+    """The halves of the last axis through silu_gated (with silu_rowsplit's
+    implementation) or gelu_gated: silu_rowsplit's lowering and the function
+    its JVP differentiates."""
+    gate, up = split(x, indices_or_sections=2, axis=-1)
     if activation == "silu":
-        return _silu_gated_impl(gate, up, limit=limit)
-    return _gelu_gated_impl(gate, up, approximate=activation == "gelu_tanh")
+        return silu_gated_p.bind(gate, up, limit=limit, implementation=implementation)
+    return gelu_gated_p.bind(gate, up, approximate=activation == "gelu_tanh")
 
 
 silu_rowsplit_p = define_primitive("silu_rowsplit", family=FAMILY, operands=("x",),
                                    params=("activation", "limit"),
                                    infer_meta=_rowsplit_meta,
-                                   implementations={"xla": _rowsplit_impl})
+                                   implementations={"xla": silu_rowsplit_composition})
 
 
 def silu_rowsplit(x: ArrayLike, *, activation: str = "silu", limit: float | None = None

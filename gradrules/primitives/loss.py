@@ -212,7 +212,8 @@ def cross_entropy_cotangent(logits: Any, labels: Any, lse: Any, g_loss: Any, g_l
 
 
 cross_entropy_p = define_primitive(
-    "cross_entropy", family=FAMILY, operands=("logits", "labels"), params=CE_PARAMS,
+    "cross_entropy", family=FAMILY, operands=("logits", "labels"), outputs=("loss", "lse"),
+    params=CE_PARAMS,
     infer_meta=_ce_meta, implementations={"xla": xla.ce_forward},
     multiple_results=True)
 cross_entropy_jvp_p = define_primitive(
@@ -331,6 +332,7 @@ def _flce_vjp_meta(h: Any, w: Any, labels: Any, lse: Any, g_loss: Any, g_lse: An
 
 fused_linear_cross_entropy_p = define_primitive(
     "fused_linear_cross_entropy", family=FAMILY, operands=("h", "w", "labels"),
+    outputs=("loss", "lse"),
     params=CE_PARAMS, infer_meta=_flce_meta,
     implementations={"xla": xla.flce_forward}, multiple_results=True)
 fused_linear_cross_entropy_jvp_p = define_primitive(

@@ -15,13 +15,15 @@ The tangent maps and backwards of rms_norm and layer_norm are written once,
 in gradrules ops (``rms_norm_tangent``, ``rms_norm_cotangent``,
 ``layer_norm_tangent``, ``layer_norm_cotangent``): that composition is their
 XLA lowering and the function their JVP rules differentiate; so are the
-tangents of the statistics the forwards' JVPs give (``rms_norm_rstd_tangent``,
-``layer_norm_stat_tangents``). The forwards, group_norm and batch_norm are
-lowered from plain jax.numpy.
+tangents of the statistics the forwards' JVPs give (``row_stat_tangents``).
+group_norm and batch_norm are lowered from the compositions their JVPs
+differentiate (``group_norm_composition``, ``batch_norm_composition``); the
+forwards of rms_norm and layer_norm from plain jax.numpy.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -41,7 +43,7 @@ from .arithmetic import add, multiply, subtract
 from .convert import promote
 from .reduction import mean as gr_mean
 from .shape import expand_dims, reshape
-from .unary import neg, square
+from .unary import neg, rsqrt, square
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -189,13 +191,8 @@ def rms_norm_cotangent(x: Any, gamma: Any, rstd: Any, g: Any, *, eps: float,
     return cast(dx, aval_of(x).dtype), cast(dgamma, aval_of(gamma).dtype)
 
 
-def rms_norm_rstd_tangent(x: Any, rstd: Any, tx: Any) -> Any:
-    """``-rstd**3 mean(x t)``: the tangent of the ``rstd`` residual."""
-    acc = aval_of(rstd).dtype
-    return _rstd_tangent(cast(x, acc), rstd, cast(tx, acc))
-
-
 rms_norm_p = define_primitive("rms_norm", family=FAMILY, operands=("x", "gamma"),
+                              outputs=("out", "rstd"),
                               params=RMS_PARAMS, infer_meta=_rms_norm_meta,
                               implementations={"xla": _rms_norm_impl},
                               multiple_results=True)
@@ -323,15 +320,19 @@ def layer_norm_cotangent(x: Any, weight: Any, mean: Any, rstd: Any, g: Any, *, e
             cast(unbroadcast(gf, w), w.dtype))
 
 
-def layer_norm_stat_tangents(x: Any, mean: Any, rstd: Any, tx: Any) -> tuple[Any, Any]:
-    """``mean(t)`` and ``-rstd**3 mean((x - mean) t)``: the tangents of the
-    ``mean`` and ``rstd`` residuals."""
-    xc, _, _ = _centered(x, mean, rstd)
-    t = cast(tx, aval_of(rstd).dtype)
-    return gr_mean(t, axis=-1), _rstd_tangent(xc, rstd, t)
+def row_stat_tangents(x: Any, stats: Sequence[Any], tx: Any) -> list[Any]:
+    """The tangents of the row statistics a norm keeps as residuals, in
+    gradrules ops: for ``(rstd,)`` (rms_norm) ``-rstd**3 mean(x t)``; for
+    ``(mean, rstd)`` (layer_norm) ``mean(t)`` and ``-rstd**3 mean((x - mean) t)``."""
+    *mean, rstd = stats
+    acc = aval_of(rstd).dtype
+    t = cast(tx, acc)
+    xc = _centered(x, mean[0], rstd)[0] if mean else cast(x, acc)
+    return [*(gr_mean(t, axis=-1) for _ in mean), _rstd_tangent(xc, rstd, t)]
 
 
 layer_norm_p = define_primitive("layer_norm", family=FAMILY, operands=("x", "weight", "bias"),
+                                outputs=("out", "mean", "rstd"),
                                 params=LN_PARAMS, infer_meta=_layer_norm_meta,
                                 implementations={"xla": _layer_norm_impl},
                                 multiple_results=True)
@@ -397,18 +398,23 @@ def _group_norm_meta(x: Any, weight: Any, bias: Any, *, num_groups: int, eps: fl
     return ShapedArray(x.shape, x.dtype)
 
 
-def _group_norm_impl(x: Array, weight: Array, bias: Array, *, num_groups: int,
-                     eps: float) -> Array:
-    xf = upcast(x)
-    xg = xf.reshape(x.shape[:1] + (num_groups, -1))
-    xc = xg - _mean(xg)
-    xn = (xc * jax.lax.rsqrt(_mean(xc * xc) + eps)).reshape(x.shape)
-    return (xn * upcast(weight) + upcast(bias)).astype(x.dtype)
+def group_norm_composition(x: Any, weight: Any, bias: Any, *, num_groups: int,
+                           eps: float) -> Any:
+    """group_norm in gradrules ops: the mean and biased variance of each
+    (sample, group), then the per-channel affine map. Its lowering, and the
+    function its JVP rule differentiates."""
+    shape, dtype = aval_of(x).shape, aval_of(x).dtype
+    acc = acc_dtype(dtype)
+    xg = reshape(cast(x, acc), tuple(shape[:1]) + (num_groups, -1))
+    xc = subtract(xg, gr_mean(xg, axis=-1, keepdims=True))
+    var = gr_mean(square(xc), axis=-1, keepdims=True)
+    xn = reshape(multiply(xc, rsqrt(add(var, eps))), shape)
+    return cast(add(multiply(xn, cast(weight, acc)), cast(bias, acc)), dtype)
 
 
 group_norm_p = define_primitive("group_norm", family=FAMILY, operands=("x", "weight", "bias"),
                                 params=("num_groups", "eps"), infer_meta=_group_norm_meta,
-                                impl=_group_norm_impl)
+                                impl=group_norm_composition)
 
 
 def _channel_arg(op: str, name: str, a: Any, x: Any, fill: float) -> Any:
@@ -489,28 +495,34 @@ def _batch_norm_meta(x: Any, running_mean: Any, running_var: Any, weight: Any, b
     return ShapedArray(x.shape, x.dtype), stat, stat
 
 
-def _batch_norm_impl(x: Array, running_mean: Array, running_var: Array, weight: Array,
-                     bias: Array, *, training: bool, momentum: float, eps: float,
-                     data_format: str) -> list[Array]:
-    ch = channel_axis(x.ndim, data_format)
-    axes = tuple(a for a in range(x.ndim) if a != ch)
-    lay = tuple(-1 if a == ch else 1 for a in range(x.ndim))
-    xf, rm, rv = upcast(x), upcast(running_mean), upcast(running_var)
+def batch_norm_composition(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: Any,
+                           *, training: bool, momentum: float, eps: float,
+                           data_format: str) -> tuple[Any, Any, Any]:
+    """batch_norm in gradrules ops (see the public function): its lowering,
+    and the function its JVP rule differentiates."""
+    shape, dtype = aval_of(x).shape, aval_of(x).dtype
+    acc = acc_dtype(dtype)
+    ch = channel_axis(len(shape), data_format)
+    axes = tuple(a for a in range(len(shape)) if a != ch)
+    lay = tuple(-1 if a == ch else 1 for a in range(len(shape)))
+    xf, rm, rv = cast(x, acc), cast(running_mean, acc), cast(running_var, acc)
     if training:
-        mean = jnp.mean(xf, axes)
-        var = jnp.mean(jnp.square(xf - mean.reshape(lay)), axes)
-        new_mean = momentum * rm + (1 - momentum) * mean
-        new_var = momentum * rv + (1 - momentum) * var
+        mean = gr_mean(xf, axis=axes)
+        var = gr_mean(square(subtract(xf, reshape(mean, lay))), axis=axes)
+        new_mean = add(multiply(rm, momentum), multiply(mean, 1 - momentum))
+        new_var = add(multiply(rv, momentum), multiply(var, 1 - momentum))
     else:
         mean, var, new_mean, new_var = rm, rv, rm, rv
-    scale = jax.lax.rsqrt(var + eps) * upcast(weight)
-    out = (xf - mean.reshape(lay)) * scale.reshape(lay) + upcast(bias).reshape(lay)
-    return [out.astype(x.dtype), new_mean.astype(x.dtype), new_var.astype(x.dtype)]
+    scale = multiply(rsqrt(add(var, eps)), cast(weight, acc))
+    out = add(multiply(subtract(xf, reshape(mean, lay)), reshape(scale, lay)),
+              reshape(cast(bias, acc), lay))
+    return cast(out, dtype), cast(new_mean, dtype), cast(new_var, dtype)
 
 
 batch_norm_p = define_primitive(
     "batch_norm", family=FAMILY, operands=("x", "running_mean", "running_var", "weight", "bias"),
-    params=BN_PARAMS, infer_meta=_batch_norm_meta, impl=_batch_norm_impl, multiple_results=True)
+    params=BN_PARAMS, infer_meta=_batch_norm_meta, impl=batch_norm_composition,
+    multiple_results=True)
 
 
 def batch_norm(x: ArrayLike, running_mean: ArrayLike, running_var: ArrayLike,

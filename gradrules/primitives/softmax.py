@@ -71,7 +71,8 @@ def softmax_tangent(y: Any, t: Any, *, axis: int) -> Any:
                 dtype)
 
 
-softmax_p = define_primitive("softmax", family=FAMILY, operands=("x",), params=("axis",),
+softmax_p = define_primitive("softmax", family=FAMILY, operands=("x",), outputs=("y",),
+                             params=("axis",),
                              infer_meta=matching_meta("softmax", ("x",)),
                              implementations={"xla": _softmax_xla})
 softmax_jvp_p = define_primitive("softmax_jvp", family=FAMILY, operands=("y", "t"),
@@ -127,7 +128,7 @@ def log_softmax_cotangent(logp: Any, g: Any, *, axis: int) -> Any:
     return cast(subtract(gf, multiply(exp(lf), gr_sum(gf, axis=axis, keepdims=True))), dtype)
 
 
-log_softmax_p = define_primitive("log_softmax", family=FAMILY, operands=("x",),
+log_softmax_p = define_primitive("log_softmax", family=FAMILY, operands=("x",), outputs=("logp",),
                                  params=("axis",),
                                  infer_meta=matching_meta("log_softmax", ("x",)),
                                  implementations={"xla": _log_softmax_xla})

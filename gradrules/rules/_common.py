@@ -9,8 +9,9 @@
 * Tangents: ``instantiate`` (a symbolic zero as zeros), ``add_tangents``.
 * Batching: ``broadcasting_batch`` (elementwise), ``unary_batch``,
   ``front_batch`` / ``shifted_front_batch`` (batch axes to the front, bind
-  once), ``reshape_axis_into`` / ``reshape_axis_out_of`` (fold a batch axis
-  into another axis and back).
+  once), ``align_front`` (a batched operand broadcast like the unbatched
+  one), ``reshape_axis_into`` / ``reshape_axis_out_of`` and ``fold_batch`` /
+  ``unfold_batch`` (fold a batch axis into another axis and back).
 
 All of them are written with gradrules primitives, so the jaxprs they produce
 stay inside the catalog (array helpers: ``primitives._compose``).
@@ -171,11 +172,7 @@ def broadcasting_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[Batc
         if d is None:
             moved.append(a)
             continue
-        a = moveaxis(a, d, 0)
-        missing = rank - (np.ndim(a) - 1)
-        if missing:
-            a = expand_dims_p.bind(a, axes=tuple(range(1, 1 + missing)))
-        moved.append(a)
+        moved.append(align_front(moveaxis(a, d, 0), rank + 1))
     return prim.bind(*moved, **params), 0
 
 
@@ -255,3 +252,26 @@ def reshape_axis_out_of(src: int, size1: int, x: Any, size2: int | None = None) 
     shape[src:src + 1] = [size1, shape[src] // size1 if size2 is None else size2]
     return reshape_p.bind(x, new_sizes=tuple(shape))
 
+
+def align_front(x: Any, rank: int) -> Any:
+    """A batched operand (batch axis in front) with size-1 axes inserted after
+    the batch axis up to ``rank``, so that it broadcasts like the unbatched one
+    against an operand of rank ``rank``."""
+    missing = rank - np.ndim(x)
+    return expand_dims_p.bind(x, axes=tuple(range(1, 1 + missing))) if missing > 0 else x
+
+
+def fold_batch(x: Any, d: BatchDim, size: int, axis: int = 0) -> Any:
+    """The vmapped axis ``d`` of ``x`` (size ``size``; ``None``: unbatched,
+    broadcast along a new one) merged into axis ``axis`` of the unbatched
+    operand, batch-major: ``[..., A, ...] -> [..., size * A, ...]``."""
+    if d is None:
+        x = broadcast_to_p.bind(x, shape=(size,) + tuple(np.shape(x)))
+        d = 0
+    return reshape_axis_into(d, axis, x)
+
+
+def unfold_batch(x: Any, size: int, length: int, axis: int = 0) -> Any:
+    """The inverse of ``fold_batch``: axis ``axis`` (of ``size * length``
+    entries) split into ``(size, length)``; the vmapped axis is then ``axis``."""
+    return reshape_axis_out_of(axis, size, x, length)

@@ -15,10 +15,11 @@ and by other primitives whose JVP is that of a reference composition.
   Register them with ``functools.partial``:
   ``jvp=partial(composite_jvp, softmax_vjp_p, softmax_tangent)``,
   ``transpose=partial(transpose_to, softmax_vjp_p, softmax_jvp_p)``.
-* ``all_zero`` / ``zero_tangents``: for the forward primitives' JVP rules.
-* ``align_front``, ``fold_batch`` / ``unfold_batch``: batching helpers (the
-  vmapped axis merged into one of the operand's own axes and split off it
-  again, for rules that bind once on a bigger batch).
+* ``forward_jvp(forward, tangent_map, moving, rest, primals, tangents,
+  **params)``: the JVP of a fused op's forward: its tangent map on the
+  forward's operands and outputs, by name, and the moving tangents.
+* ``fused_map_rules``: the three rules of a tangent map or backward.
+* ``all_zero`` / ``zero_tangents``: for JVP rules.
 """
 
 from __future__ import annotations
@@ -27,23 +28,23 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-import numpy as np
 
 import jax
 
 from .. import _jax
-from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive, Tangent,
+from .._jax import (BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive, Tangent,
                     is_undefined_primal, is_zero)
-from ..core.kernels import IMPLEMENTATION
+from ..core.kernels import IMPLEMENTATION, takes_keyword
 from ..core.registry import PRIMITIVES
-from ..primitives.shape import broadcast_to_p, expand_dims_p
-from ._common import add_tangents, instantiate, reshape_axis_into, reshape_axis_out_of
+from ._common import add_tangents, instantiate
 
 
 def composite_jvp(prim: Primitive, composite: Callable[..., Any], primals: Sequence[Any],
                   tangents: Sequence[Tangent], **params: Any) -> JvpResult:
     """JVP rule of ``prim``, whose value is ``composite(*operands, **params)``
-    (without the ``implementation`` param, which only picks a lowering).
+    (the ``implementation`` param only when ``composite`` takes it: a
+    composition that binds fused primitives passes it on; for the others it
+    only picks a lowering).
 
     Operands with a symbolic-zero tangent (labels, indices, constants) are
     held fixed.
@@ -59,7 +60,8 @@ def composite_jvp(prim: Primitive, composite: Callable[..., Any], primals: Seque
         t_out = list(part) if prim.multiple_results else [part]
     moving = [i for i in range(len(primals)) if i not in linear and not is_zero(tangents[i])]
     if moving:
-        kw = {k: v for k, v in params.items() if k != IMPLEMENTATION}
+        kw = (params if takes_keyword(composite, IMPLEMENTATION)
+              else {k: v for k, v in params.items() if k != IMPLEMENTATION})
 
         def along(*xs: Any) -> Any:
             args = list(primals)
@@ -106,6 +108,38 @@ def fused_map_rules(prim: Primitive, other: Primitive, composite: Callable[..., 
                 transpose=partial(transpose_to, prim, other), batch=batch)
 
 
+def forward_jvp(forward: Primitive, tangent_map: Primitive, moving: tuple[str, ...],
+                rest: Callable[..., list[Any]] | None, primals: Sequence[Any],
+                tangents: Sequence[Tangent], **params: Any) -> JvpResult:
+    """The JVP rule of a fused op's forward primitive (DESIGN.md).
+
+    ``forward`` is bound on the primals. Unless the tangents of its operands
+    named in ``moving`` are all symbolic zeros, ``tangent_map`` is bound on
+    its fixed operands, each the forward's operand or named output
+    (``define_primitive(outputs=...)``) of the same name, then those
+    tangents (zeros where symbolic): that gives the tangents of the forward's
+    first outputs. ``rest(primals, outs, tangents)`` gives the tangents of
+    the others (None: symbolic zeros; all of them when every moving tangent
+    is one).
+    """
+    fwd, tmap = PRIMITIVES[forward], PRIMITIVES[tangent_map]
+    out = forward.bind(*primals, **params)
+    outs = list(out) if forward.multiple_results else [out]
+    at = fwd.positions(moving)
+    if all_zero([tangents[i] for i in at]):
+        t_outs = zero_tangents(outs)
+    else:
+        named = {**dict(zip(fwd.operands, primals)), **dict(zip(fwd.outputs, outs))}
+        linear = set(tmap.positions(tmap.joint_linear()))
+        fixed = [named[n] for i, n in enumerate(tmap.operands) if i not in linear]
+        moved = [instantiate(tangents[i], primals[i]) for i in at]
+        t = tangent_map.bind(*fixed, *moved, **params)
+        t_outs = list(t) if tangent_map.multiple_results else [t]
+        t_outs += (rest(primals, outs, tangents) if rest is not None
+                   else zero_tangents(outs[len(t_outs):]))
+    return out, (t_outs if forward.multiple_results else t_outs[0])
+
+
 def all_zero(tangents: Sequence[Tangent]) -> bool:
     """Whether every tangent is a symbolic zero."""
     return all(is_zero(t) for t in tangents)
@@ -114,27 +148,3 @@ def all_zero(tangents: Sequence[Tangent]) -> bool:
 def zero_tangents(outs: Sequence[Any]) -> list[Any]:
     """Symbolic-zero tangents for each output."""
     return [_jax.zero_tangent(o) for o in outs]
-
-
-def align_front(x: Any, rank: int) -> Any:
-    """A batched operand (batch axis in front) with size-1 axes inserted after
-    the batch axis up to ``rank``, so that it broadcasts like the unbatched one
-    against an operand of rank ``rank``."""
-    missing = rank - np.ndim(x)
-    return expand_dims_p.bind(x, axes=tuple(range(1, 1 + missing))) if missing > 0 else x
-
-
-def fold_batch(x: Any, d: BatchDim, size: int, axis: int = 0) -> Any:
-    """The vmapped axis ``d`` of ``x`` (size ``size``; ``None``: unbatched,
-    broadcast along a new one) merged into axis ``axis`` of the unbatched
-    operand, batch-major: ``[..., A, ...] -> [..., size * A, ...]``."""
-    if d is None:
-        x = broadcast_to_p.bind(x, shape=(size,) + tuple(np.shape(x)))
-        d = 0
-    return reshape_axis_into(d, axis, x)
-
-
-def unfold_batch(x: Any, size: int, length: int, axis: int = 0) -> Any:
-    """The inverse of ``fold_batch``: axis ``axis`` (of ``size * length``
-    entries) split into ``(size, length)``; the vmapped axis is then ``axis``."""
-    return reshape_axis_out_of(axis, size, x, length)

@@ -41,8 +41,8 @@ from ..primitives.linalg import einsum
 from ..primitives.reduction import sum_p
 from ..primitives.shape import broadcast_to_p, expand_dims, reshape, transpose
 from ..primitives.unary import exp
-from ._common import batch_size, bdim_to_front, instantiate
-from ._fused import all_zero, composite_jvp, fold_batch, transpose_to, unfold_batch, zero_tangents
+from ._common import batch_size, bdim_to_front, fold_batch, instantiate, unfold_batch
+from ._fused import all_zero, composite_jvp, fused_map_rules, transpose_to, zero_tangents
 
 
 # batching (all three) --------------------------------------------------------
@@ -93,8 +93,9 @@ def _attention_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, causa
                    scale: float, implementation: Implementation) -> JvpResult:
     """``(t_out, t_lse) = attention_jvp(q, k, v, mask, bias, out, lse, tq, tk,
     tv, tbias)``: the tangent map on the forward's outputs, with zeros for
-    symbolic-zero tangents (a zero tbias as one broadcast ``[1, 1, 1, 1]``
-    entry; the mask takes no tangent)."""
+    symbolic-zero tangents; the mask takes no tangent. Not ``forward_jvp``: a
+    zero tbias is one broadcast ``[1, 1, 1, 1]`` entry, never zeros shaped
+    like a full ``[B, H, Sq, Sk]`` bias."""
     params = dict(causal=causal, scale=scale, implementation=implementation)
     outs = attention_p.bind(*primals, **params)
     q, k, v, _, bias = primals
@@ -210,7 +211,5 @@ def _attention_vjp_batch(args: Sequence[Any], dims: Sequence[BatchDim],
     return [dq, dk, dv, dbias], [0] * 4
 
 
-register_rules(attention_vjp_p, linear=("ct_out", "ct_lse"),
-               jvp=partial(composite_jvp, attention_vjp_p, _backward_map),
-               transpose=partial(transpose_to, attention_vjp_p, attention_jvp_p),
-               batch=_attention_vjp_batch)
+register_rules(attention_vjp_p, linear=("ct_out", "ct_lse"), **fused_map_rules(
+    attention_vjp_p, attention_jvp_p, _backward_map, batch=_attention_vjp_batch))

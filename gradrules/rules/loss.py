@@ -4,7 +4,7 @@ cross_entropy and fused_linear_cross_entropy (three primitives each):
 
 * forward: its JVP binds the tangent map at the operands and the forward's
   log-sum-exp residual, along the tangents of the differentiable operands
-  (``_forward_jvp``); it gives the tangents of the loss and of the residual;
+  (``forward_jvp``); it gives the tangents of the loss and of the residual;
 * tangent map and backward: transposes of each other (``transpose_to``);
   their JVPs differentiate gradrules-op compositions (``composite_jvp``):
   ``cross_entropy_tangent`` / ``cross_entropy_cotangent`` (the maths of
@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
-                    Tangent, aval_of, is_undefined_primal)
+from .._jax import (BatchDim, BatchResult, Cotangent, MaybeUndefined, Primitive,
+                    aval_of, is_undefined_primal)
 from ..core.kernels import Implementation
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR, PRIMITIVES
@@ -45,42 +45,21 @@ from ..primitives.loss import (cross_entropy_cotangent, cross_entropy_jvp_p, cro
                                one_hot)
 from ..primitives.shape import expand_dims, moveaxis
 from ..primitives.unary import neg
-from ._common import (batch_size, bdim_to_front, front_batch, instantiate,
-                      multilinear_jvp)
-from ._fused import (align_front, all_zero, composite_jvp, fold_batch, transpose_to,
-                     unfold_batch, zero_tangents)
-
-
-def _forward_jvp(forward: Primitive, tangent_map: Primitive, moving: tuple[str, ...],
-                 primals: Sequence[Any], tangents: Sequence[Tangent], *, ignore_index: int,
-                 label_smoothing: float, z_loss: float,
-                 implementation: Implementation) -> JvpResult:
-    """The forward's JVP: ``tangent_map(*operands, lse, *t)``, the tangent map
-    at the operands and the forward's ``lse`` residual along the tangents
-    ``t`` of the operands named in ``moving`` (the labels take none)."""
-    params = {"ignore_index": ignore_index, "label_smoothing": label_smoothing,
-              "z_loss": z_loss, "implementation": implementation}
-    out = forward.bind(*primals, **params)
-    positions = PRIMITIVES[forward].positions(moving)
-    if all_zero([tangents[i] for i in positions]):
-        return out, zero_tangents(out)
-    _, lse = out
-    ts = [instantiate(tangents[i], primals[i]) for i in positions]
-    return out, tangent_map.bind(*primals, lse, *ts, **params)
+from ._common import (align_front, batch_size, bdim_to_front, fold_batch, front_batch,
+                      multilinear_jvp, unfold_batch)
+from ._fused import forward_jvp, fused_map_rules
 
 
 # cross_entropy -----------------------------------------------------------------
 register_rules(cross_entropy_p, transpose=NOT_LINEAR,
-               jvp=partial(_forward_jvp, cross_entropy_p, cross_entropy_jvp_p, ("logits",)),
+               jvp=partial(forward_jvp, cross_entropy_p, cross_entropy_jvp_p, ("logits",), None),
                batch=partial(front_batch, cross_entropy_p))
-register_rules(cross_entropy_jvp_p, linear=("t",),
-               jvp=partial(composite_jvp, cross_entropy_jvp_p, cross_entropy_tangent),
-               transpose=partial(transpose_to, cross_entropy_jvp_p, cross_entropy_vjp_p),
-               batch=partial(front_batch, cross_entropy_jvp_p))
-register_rules(cross_entropy_vjp_p, linear=("g_loss", "g_lse"),
-               jvp=partial(composite_jvp, cross_entropy_vjp_p, cross_entropy_cotangent),
-               transpose=partial(transpose_to, cross_entropy_vjp_p, cross_entropy_jvp_p),
-               batch=partial(front_batch, cross_entropy_vjp_p))
+register_rules(cross_entropy_jvp_p, linear=("t",), **fused_map_rules(
+    cross_entropy_jvp_p, cross_entropy_vjp_p, cross_entropy_tangent,
+    batch=partial(front_batch, cross_entropy_jvp_p)))
+register_rules(cross_entropy_vjp_p, linear=("g_loss", "g_lse"), **fused_map_rules(
+    cross_entropy_vjp_p, cross_entropy_jvp_p, cross_entropy_cotangent,
+    batch=partial(front_batch, cross_entropy_vjp_p)))
 
 
 # fused_linear_cross_entropy ------------------------------------------------------
@@ -117,8 +96,8 @@ def _flce_batch(prim: Primitive, shared: tuple[str, ...], args: Sequence[Any],
 
 
 register_rules(fused_linear_cross_entropy_p, transpose=NOT_LINEAR,
-               jvp=partial(_forward_jvp, fused_linear_cross_entropy_p,
-                           fused_linear_cross_entropy_jvp_p, ("h", "w")),
+               jvp=partial(forward_jvp, fused_linear_cross_entropy_p,
+                           fused_linear_cross_entropy_jvp_p, ("h", "w"), None),
                batch=partial(_flce_batch, fused_linear_cross_entropy_p, ("w",)))
 
 
@@ -130,11 +109,9 @@ def _flce_tangent(h: Any, w: Any, labels: Any, lse: Any, th: Any, tw: Any, *,
                                  z_loss=z_loss)
 
 
-register_rules(fused_linear_cross_entropy_jvp_p, linear=("th", "tw"),
-               jvp=partial(composite_jvp, fused_linear_cross_entropy_jvp_p, _flce_tangent),
-               transpose=partial(transpose_to, fused_linear_cross_entropy_jvp_p,
-                                 fused_linear_cross_entropy_vjp_p),
-               batch=partial(_flce_batch, fused_linear_cross_entropy_jvp_p, ("w", "tw")))
+register_rules(fused_linear_cross_entropy_jvp_p, linear=("th", "tw"), **fused_map_rules(
+    fused_linear_cross_entropy_jvp_p, fused_linear_cross_entropy_vjp_p, _flce_tangent,
+    batch=partial(_flce_batch, fused_linear_cross_entropy_jvp_p, ("w", "tw"))))
 
 
 def _flce_cotangent(h: Any, w: Any, labels: Any, lse: Any, g_loss: Any, g_lse: Any, *,
@@ -146,11 +123,9 @@ def _flce_cotangent(h: Any, w: Any, labels: Any, lse: Any, g_loss: Any, g_lse: A
     return [matmul(d, w, transpose_y=True), matmul(h, d, transpose_x=True)]
 
 
-register_rules(fused_linear_cross_entropy_vjp_p, linear=("g_loss", "g_lse"),
-               jvp=partial(composite_jvp, fused_linear_cross_entropy_vjp_p, _flce_cotangent),
-               transpose=partial(transpose_to, fused_linear_cross_entropy_vjp_p,
-                                 fused_linear_cross_entropy_jvp_p),
-               batch=partial(front_batch, fused_linear_cross_entropy_vjp_p))
+register_rules(fused_linear_cross_entropy_vjp_p, linear=("g_loss", "g_lse"), **fused_map_rules(
+    fused_linear_cross_entropy_vjp_p, fused_linear_cross_entropy_jvp_p, _flce_cotangent,
+    batch=partial(front_batch, fused_linear_cross_entropy_vjp_p)))
 
 
 # nll_loss --------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 rms_norm and layer_norm (three primitives each): the forward's JVP binds the
 tangent map for the output and gives the statistics' tangents in gradrules
-ops (``rms_norm_rstd_tangent``, ``layer_norm_stat_tangents``); the tangent
+ops (``row_stat_tangents``); the tangent
 map and the backward are transposes of each other (``transpose_to``); their
 JVPs differentiate the gradrules-op compositions they are lowered from
 (``composite_jvp`` of ``rms_norm_tangent``, ``rms_norm_cotangent``, ...).
@@ -21,25 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from .. import _jax
-from .._jax import BatchDim, BatchResult, JvpResult, Primitive, Tangent, aval_of, is_zero
-from ..core.kernels import Implementation
+from .._jax import BatchDim, BatchResult, JvpResult, Primitive, Tangent, is_zero
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR, PRIMITIVES
-from ..primitives._compose import cast
-from ..primitives._fused import acc_dtype
-from ..primitives.arithmetic import add, multiply, subtract
-from ..primitives.norm import (batch_norm_p, channel_axis, group_norm_p, layer_norm_cotangent,
-                               layer_norm_jvp_p, layer_norm_p, layer_norm_stat_tangents,
-                               layer_norm_tangent, layer_norm_vjp_p, rms_norm_cotangent,
-                               rms_norm_jvp_p, rms_norm_p, rms_norm_rstd_tangent,
-                               rms_norm_tangent, rms_norm_vjp_p)
-from ..primitives.reduction import mean as gr_mean
+from ..primitives.norm import (batch_norm_composition, batch_norm_p, channel_axis,
+                               group_norm_composition, group_norm_p, layer_norm_cotangent,
+                               layer_norm_jvp_p, layer_norm_p, layer_norm_tangent,
+                               layer_norm_vjp_p, rms_norm_cotangent, rms_norm_jvp_p, rms_norm_p,
+                               rms_norm_tangent, rms_norm_vjp_p, row_stat_tangents)
 from ..primitives.shape import broadcast_to, moveaxis, reshape
-from ..primitives.unary import rsqrt, square
-from ._common import batch_size, bdim_to_front, instantiate
-from ._fused import (align_front, all_zero, composite_jvp, fold_batch, transpose_to,
-                     unfold_batch, zero_tangents)
+from ._common import align_front, batch_size, bdim_to_front, fold_batch, unfold_batch
+from ._fused import composite_jvp, forward_jvp, fused_map_rules, zero_tangents
 
 
 def _norm_batch(prim: Primitive, affine: tuple[str, ...], restore: tuple[str, ...],
@@ -62,79 +54,41 @@ def _norm_batch(prim: Primitive, affine: tuple[str, ...], restore: tuple[str, ..
     return out, [0] * len(out)
 
 
+def _row_stat_tangents(primals: Sequence[Any], outs: list[Any],
+                       tangents: Sequence[Tangent]) -> list[Any]:
+    """``rest`` of ``forward_jvp`` for the row norms: the tangents of the
+    statistics residuals (``outs[1:]``: rstd, or mean and rstd) in gradrules
+    ops (``row_stat_tangents``); symbolic zeros when x's tangent is one."""
+    (x, *_), (tx, *_) = primals, tangents
+    return zero_tangents(outs[1:]) if is_zero(tx) else row_stat_tangents(x, outs[1:], tx)
+
+
 # rms_norm --------------------------------------------------------------------
-def _rms_norm_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, eps: float,
-                  weight_offset: float, implementation: Implementation) -> JvpResult:
-    """``t_out = rms_norm_jvp(x, gamma, rstd, tx, tgamma)``, the tangent map;
-    ``t_rstd = -rstd**3 mean(x tx)`` in gradrules ops."""
-    (x, gamma), (tx, tgamma) = primals, tangents
-    params = dict(eps=eps, weight_offset=weight_offset, implementation=implementation)
-    outs = rms_norm_p.bind(x, gamma, **params)
-    if all_zero(tangents):
-        return outs, zero_tangents(outs)
-    out, rstd = outs
-    t_out = rms_norm_jvp_p.bind(x, gamma, rstd, instantiate(tx, x), instantiate(tgamma, gamma),
-                                **params)
-    t_rstd = _jax.zero_tangent(rstd) if is_zero(tx) else rms_norm_rstd_tangent(x, rstd, tx)
-    return outs, [t_out, t_rstd]
-
-
-register_rules(rms_norm_p, jvp=_rms_norm_jvp, transpose=NOT_LINEAR,
-               batch=partial(_norm_batch, rms_norm_p, ("gamma",), ()))
-register_rules(rms_norm_jvp_p, linear=("tx", "tgamma"),
-               jvp=partial(composite_jvp, rms_norm_jvp_p, rms_norm_tangent),
-               transpose=partial(transpose_to, rms_norm_jvp_p, rms_norm_vjp_p),
-               batch=partial(_norm_batch, rms_norm_jvp_p, ("gamma", "tgamma"), ()))
-register_rules(rms_norm_vjp_p, linear=("g",),
-               jvp=partial(composite_jvp, rms_norm_vjp_p, rms_norm_cotangent),
-               transpose=partial(transpose_to, rms_norm_vjp_p, rms_norm_jvp_p),
-               batch=partial(_norm_batch, rms_norm_vjp_p, ("gamma",), ("gamma",)))
+register_rules(rms_norm_p, jvp=partial(forward_jvp, rms_norm_p, rms_norm_jvp_p, ("x", "gamma"),
+                                       _row_stat_tangents),
+               transpose=NOT_LINEAR, batch=partial(_norm_batch, rms_norm_p, ("gamma",), ()))
+register_rules(rms_norm_jvp_p, linear=("tx", "tgamma"), **fused_map_rules(
+    rms_norm_jvp_p, rms_norm_vjp_p, rms_norm_tangent,
+    batch=partial(_norm_batch, rms_norm_jvp_p, ("gamma", "tgamma"), ())))
+register_rules(rms_norm_vjp_p, linear=("g",), **fused_map_rules(
+    rms_norm_vjp_p, rms_norm_jvp_p, rms_norm_cotangent,
+    batch=partial(_norm_batch, rms_norm_vjp_p, ("gamma",), ("gamma",))))
 
 
 # layer_norm ------------------------------------------------------------------
-def _layer_norm_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, eps: float,
-                    implementation: Implementation) -> JvpResult:
-    """``t_out = layer_norm_jvp(x, weight, mean, rstd, tx, tw, tb)``, the
-    tangent map; the tangents of mean and rstd in gradrules ops."""
-    (x, weight, bias), (tx, tw, tb) = primals, tangents
-    outs = layer_norm_p.bind(x, weight, bias, eps=eps, implementation=implementation)
-    if all_zero(tangents):
-        return outs, zero_tangents(outs)
-    out, mean, rstd = outs
-    t_out = layer_norm_jvp_p.bind(x, weight, mean, rstd, instantiate(tx, x),
-                                  instantiate(tw, weight), instantiate(tb, bias), eps=eps,
-                                  implementation=implementation)
-    if is_zero(tx):
-        return outs, [t_out, *zero_tangents(outs[1:])]
-    return outs, [t_out, *layer_norm_stat_tangents(x, mean, rstd, tx)]
-
-
-register_rules(layer_norm_p, jvp=_layer_norm_jvp, transpose=NOT_LINEAR,
+register_rules(layer_norm_p, jvp=partial(forward_jvp, layer_norm_p, layer_norm_jvp_p,
+                                         ("x", "weight", "bias"), _row_stat_tangents),
+               transpose=NOT_LINEAR,
                batch=partial(_norm_batch, layer_norm_p, ("weight", "bias"), ()))
-register_rules(layer_norm_jvp_p, linear=("tx", "tw", "tb"),
-               jvp=partial(composite_jvp, layer_norm_jvp_p, layer_norm_tangent),
-               transpose=partial(transpose_to, layer_norm_jvp_p, layer_norm_vjp_p),
-               batch=partial(_norm_batch, layer_norm_jvp_p, ("weight", "tw", "tb"), ()))
-register_rules(layer_norm_vjp_p, linear=("g",),
-               jvp=partial(composite_jvp, layer_norm_vjp_p, layer_norm_cotangent),
-               transpose=partial(transpose_to, layer_norm_vjp_p, layer_norm_jvp_p),
-               batch=partial(_norm_batch, layer_norm_vjp_p, ("weight",), ("weight", "weight")))
+register_rules(layer_norm_jvp_p, linear=("tx", "tw", "tb"), **fused_map_rules(
+    layer_norm_jvp_p, layer_norm_vjp_p, layer_norm_tangent,
+    batch=partial(_norm_batch, layer_norm_jvp_p, ("weight", "tw", "tb"), ())))
+register_rules(layer_norm_vjp_p, linear=("g",), **fused_map_rules(
+    layer_norm_vjp_p, layer_norm_jvp_p, layer_norm_cotangent,
+    batch=partial(_norm_batch, layer_norm_vjp_p, ("weight",), ("weight", "weight"))))
 
 
 # group_norm --------------------------------------------------------------------
-def _group_norm_composite(x: Any, weight: Any, bias: Any, *, num_groups: int,
-                          eps: float) -> Any:
-    """group_norm in gradrules ops: the mean and biased variance of each
-    (sample, group), then the per-channel affine map."""
-    shape, dtype = aval_of(x).shape, aval_of(x).dtype
-    acc = acc_dtype(dtype)
-    xg = reshape(cast(x, acc), tuple(shape[:1]) + (num_groups, -1))
-    xc = subtract(xg, gr_mean(xg, axis=-1, keepdims=True))
-    var = gr_mean(square(xc), axis=-1, keepdims=True)
-    xn = reshape(multiply(xc, rsqrt(add(var, eps))), shape)
-    return cast(add(multiply(xn, cast(weight, acc)), cast(bias, acc)), dtype)
-
-
 def _group_norm_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, num_groups: int,
                       eps: float) -> BatchResult:
     """The batch axis folds into N; a batched weight or bias is repeated
@@ -155,34 +109,11 @@ def _group_norm_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, num_grou
     return unfold_batch(out, size, shape[1]), 0
 
 
-register_rules(group_norm_p, jvp=partial(composite_jvp, group_norm_p, _group_norm_composite),
+register_rules(group_norm_p, jvp=partial(composite_jvp, group_norm_p, group_norm_composition),
                transpose=NOT_LINEAR, batch=_group_norm_batch)
 
 
 # batch_norm --------------------------------------------------------------------
-def _batch_norm_composite(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: Any,
-                          *, training: bool, momentum: float, eps: float,
-                          data_format: str) -> tuple[Any, Any, Any]:
-    """batch_norm in gradrules ops (see the public function)."""
-    shape, dtype = aval_of(x).shape, aval_of(x).dtype
-    acc = acc_dtype(dtype)
-    ch = channel_axis(len(shape), data_format)
-    axes = tuple(a for a in range(len(shape)) if a != ch)
-    lay = tuple(-1 if a == ch else 1 for a in range(len(shape)))
-    xf, rm, rv = cast(x, acc), cast(running_mean, acc), cast(running_var, acc)
-    if training:
-        mean = gr_mean(xf, axis=axes)
-        var = gr_mean(square(subtract(xf, reshape(mean, lay))), axis=axes)
-        new_mean = add(multiply(rm, momentum), multiply(mean, 1 - momentum))
-        new_var = add(multiply(rv, momentum), multiply(var, 1 - momentum))
-    else:
-        mean, var, new_mean, new_var = rm, rv, rm, rv
-    scale = multiply(rsqrt(add(var, eps)), cast(weight, acc))
-    out = add(multiply(subtract(xf, reshape(mean, lay)), reshape(scale, lay)),
-              reshape(cast(bias, acc), lay))
-    return cast(out, dtype), cast(new_mean, dtype), cast(new_var, dtype)
-
-
 def _batch_norm_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], **params: Any
                     ) -> JvpResult:
     """The composition's JVP in x, weight and bias; the running statistics are
@@ -190,7 +121,7 @@ def _batch_norm_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], **param
     _, running_mean, running_var, _, _ = primals
     tx, _, _, tw, tb = tangents
     dropped = zero_tangents((running_mean, running_var))
-    return composite_jvp(batch_norm_p, _batch_norm_composite, primals, [tx, *dropped, tw, tb],
+    return composite_jvp(batch_norm_p, batch_norm_composition, primals, [tx, *dropped, tw, tb],
                          **params)
 
 

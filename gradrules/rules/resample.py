@@ -26,8 +26,7 @@ from ..primitives.linalg import einsum_p
 from ..primitives.resample import (grid_sample2d_p, grid_sample2d_transpose_p, patchify_p,
                                    pixel_shuffle_p, pixel_unshuffle_p, unpatchify_p,
                                    upsample2d_p)
-from ._common import add_tangents, batch_size, front_batch, linear_jvp
-from ._fused import fold_batch, unfold_batch
+from ._common import add_tangents, batch_size, fold_batch, front_batch, linear_jvp, unfold_batch
 from .pool import separable_transpose
 
 # upsample2d ------------------------------------------------------------------

@@ -16,8 +16,7 @@ from ..core.kernels import Implementation
 from ..core.primitive import register_rules
 from ..primitives.rope import rope_p
 from ..primitives.shape import broadcast_to_p, expand_dims_p
-from ._common import batch_size, bdim_to_front, linear_jvp
-from ._fused import fold_batch, unfold_batch
+from ._common import batch_size, bdim_to_front, fold_batch, linear_jvp, unfold_batch
 
 
 def _rope_transpose(ct: Cotangent, x: MaybeUndefined, positions: MaybeUndefined, *,
