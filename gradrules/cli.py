@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 import time
 from collections.abc import Sequence
@@ -11,18 +12,23 @@ from .core.registry import (RULE_KINDS, PrimitiveInfo, OpDef, close_matches, fam
                             get_op, list_ops, rule_locations, rule_name, source_location)
 
 
-def _resolve_names(names: Sequence[str]) -> list[OpDef] | str:
-    """The ops named (an op or alias, else a family, each), or a one-line error
-    listing close matches for the first unknown name."""
+def _resolve_names(names: Sequence[str], family: bool = False) -> list[OpDef] | str:
+    """The ops named (an op or alias, else a family, each; families only with
+    ``family``), or a one-line error listing close matches for the first
+    unknown name."""
     ops: list[OpDef] = []
     for name in names:
         try:
+            if family:
+                raise KeyError(name)
             found = [get_op(name)]
         except KeyError:
             if name not in families():
-                close = close_matches(name, families())
+                close = (difflib.get_close_matches(name, families(), n=4, cutoff=0.6) if family
+                         else close_matches(name, families()))
+                what = "family" if family else "op or family"
                 hint = f"; did you mean {', '.join(close)}?" if close else ""
-                return f"gradrules: no op or family named {name!r}{hint}"
+                return f"gradrules: no {what} named {name!r}{hint}"
             found = list_ops(name)
         ops += [op for op in found if op not in ops]
     return ops
@@ -55,9 +61,8 @@ def _print_op(op: OpDef) -> None:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from .testing import manifest_gaps   # the sample table: only when --missing asks
     if args.names:
-        found = _resolve_names(args.names)
+        found = _resolve_names(args.names, args.family)
         if isinstance(found, str):
             print(found, file=sys.stderr)
             return 2
@@ -65,6 +70,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     else:
         ops = list_ops()
     if args.missing:
+        from .testing import manifest_gaps   # the sample table: only when --missing asks
         for op in ops:
             gaps = manifest_gaps(op)
             for info in op.primitive_infos if gaps else ():
@@ -91,7 +97,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     from .testing.check import CHECKS, check_all
     if args.ops:
-        found = _resolve_names(args.ops)
+        found = _resolve_names(args.ops, args.family)
         if isinstance(found, str):
             print(found, file=sys.stderr)
             return 2
@@ -135,35 +141,35 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from . import demo
-    return demo.main(args.rest)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["demo"]:           # its own flags (argparse's REMAINDER would refuse them)
+        from . import demo
+        return demo.main(argv[1:])
     parser = argparse.ArgumentParser(prog="gradrules", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("list", help="print the op manifest (an op's or family's rules with "
                                     "their file:line when named)")
     p.add_argument("names", nargs="*", metavar="OP|FAMILY",
                    help="ops or families to show in detail (default: the whole manifest); "
-                        "a name that is both (softmax, gather) is the op")
+                        "a name that is both (softmax, gather) is the op, unless --family")
+    p.add_argument("-f", "--family", action="store_true",
+                   help="the names are families (for one that is also an op's name)")
     p.add_argument("--missing", action="store_true",
                    help="only ops with missing pieces (declared not-implemented "
                         "derivatives included)")
     p = sub.add_parser("check", help="run the rule checker")
     p.add_argument("ops", nargs="*", metavar="OP|FAMILY", help="ops to check (default: all)")
+    p.add_argument("-f", "--family", action="store_true", help="the names are families")
     p.add_argument("--checks", nargs="*", help="a subset of the checks")
     p.add_argument("-v", "--verbose", action="store_true", help="print every row")
     p = sub.add_parser("bench", help="time / memory / flops ratios against jax.numpy")
     p.add_argument("--size", type=int, default=1 << 20)
-    p = sub.add_parser("demo", help="train a small transformer built from gradrules ops",
-                       add_help=False)
-    p.add_argument("rest", nargs=argparse.REMAINDER)
+    sub.add_parser("demo", help="train a small transformer built from gradrules ops "
+                                "(`gradrules demo --help` for its flags)")
     args = parser.parse_args(argv)
     import gradrules  # noqa: F401  (registers every op)
-    return {"list": _cmd_list, "check": _cmd_check, "bench": _cmd_bench,
-            "demo": _cmd_demo}[args.cmd](args)
+    return {"list": _cmd_list, "check": _cmd_check, "bench": _cmd_bench}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import os
 import re
@@ -115,14 +116,24 @@ def test_few_imports_inside_functions_each_saying_why():
     assert len(late) <= LATE_IMPORTS_ALLOWED, late
 
 
-def test_the_import_walker_sees_an_upward_import(tmp_path):
-    """The walker itself: a core module importing the rules layer inside a
-    function is seen, as a late import that runs up."""
+@pytest.mark.parametrize("source, module, found", [
+    ("from ..rules import _common  # why", "gradrules.core.probe", "gradrules.rules._common"),
+    ("from ..rules._common import instantiate", "gradrules.core.probe",
+     "gradrules.rules._common"),
+    ("from ...testing import samples", "gradrules.rules.sub.probe", "gradrules.testing.samples"),
+    ("from .. import cli", "gradrules.core.probe", "gradrules.cli"),
+    ("from .. import testing", "gradrules.rules.probe", "gradrules.testing"),
+    ("import gradrules.cli", "gradrules.core.probe", "gradrules.cli"),
+    ("from gradrules.rules import softmax", "gradrules.pallas.probe", "gradrules.rules.softmax"),
+])
+def test_the_import_walker_sees_an_upward_import(tmp_path, source, module, found):
+    """The walker itself, on each form of import, inside a function: it names
+    the module imported (a module, or the package a name comes from), and
+    that module is in a higher layer than the importer."""
     probe = tmp_path / "probe.py"
-    probe.write_text("def f():\n    from ..rules import _common  # why: a probe\n")
-    found = _imports(probe, "gradrules.core.probe")
-    assert found == [("gradrules.rules._common", 2, True)]
-    assert _layer(found[0][0]) > _layer("gradrules.core.probe")
+    probe.write_text(f"def f():\n    {source}\n")
+    assert _imports(probe, module) == [(found, 2, True)]
+    assert _layer(found) > _layer(module)
 
 
 def test_no_module_is_too_long():
@@ -237,6 +248,20 @@ def test_rules_are_registered_once_each_in_primitives_order(family):
     assert [p.name for p in registered] == [p.name for p in defined]
 
 
+def test_register_rules_is_called_only_in_the_family_rules_files():
+    """No helper registers rules on a family's behalf (rules/_common.py,
+    _fused.py, primitives): every call is one a family's rules file makes."""
+    allowed = {PACKAGE / "rules" / f"{family}.py" for family in FAMILIES}
+    allowed.add(PACKAGE / "core" / "primitive.py")          # where it is defined
+    bad = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "register_rules" \
+                    and path not in allowed:
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not bad, bad
+
+
 # ops whose primitive is linear only for some params: their transpose is tested by hand
 LINEAR_FOR_SOME_PARAMS = {"scatter_reduce": "reduce='sum' and 'mean' (tests/test_scatter.py)"}
 
@@ -309,6 +334,26 @@ def test_list_a_family(capsys):
     out = capsys.readouterr().out
     assert [line.split()[0] for line in out.splitlines() if not line.startswith(" ")] == [
         "floor", "ceil", "round", "trunc"]
+
+
+def test_a_family_that_shares_its_name_with_an_op(capsys):
+    assert cli_main(["list", "gather"]) == 0
+    ops = [line.split()[0] for line in capsys.readouterr().out.splitlines()
+           if line and not line.startswith(" ")]
+    assert ops == ["gather"]
+    assert cli_main(["list", "--family", "gather"]) == 0
+    ops = [line.split()[0] for line in capsys.readouterr().out.splitlines()
+           if line and not line.startswith(" ")]
+    assert ops == [op.name for op in gradrules.list_ops("gather")] and len(ops) > 1
+    assert cli_main(["list", "--family", "gathr"]) == 2
+    assert "no family named 'gathr'; did you mean gather" in capsys.readouterr().err
+
+
+def test_demo_takes_its_own_flags(capsys):
+    """``gradrules demo --steps ...`` reaches the demo's own parser."""
+    with pytest.raises(SystemExit) as done:
+        cli_main(["demo", "--help"])
+    assert done.value.code == 0 and "--steps" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("cmd", ["list", "check"])

@@ -1,7 +1,8 @@
 """Global configuration: which implementation a fused op lowers to.
 
-The choice is a JAX configuration state (``gradrules_kernel``) that is part
-of the jit cache key: a function jitted under one choice is traced again
+The choice is a JAX configuration state (``gradrules_kernel``; the
+environment variable ``GRADRULES_KERNEL`` sets it at import) that is part of
+the jit cache key: a function jitted under one choice is traced again
 under another, so ``with gradrules.config.using(kernel="xla"): f(x)`` always
 runs the lowering it names. The public functions read it and pass it to the
 primitives inside their ``implementation`` param, so it shows in the jaxpr.

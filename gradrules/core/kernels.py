@@ -55,10 +55,11 @@ class Implementation:
     blocks: Hashable | None = None
 
 
-def implementation(op: str, blocks: Hashable | None = None) -> Implementation:
+def implementation(blocks: Hashable | None = None) -> Implementation:
     """The ``implementation`` param a public function binds: the kernel of
-    ``gradrules.config`` and ``blocks``."""
-    return Implementation(validate_kernel(op_name(op), config.kernel), blocks)
+    ``gradrules.config`` (a valid choice: the config state checks it) and
+    ``blocks``."""
+    return Implementation(config.kernel, blocks)
 
 
 def check_table(name: str, table: Mapping[str, Callable[..., Any]]

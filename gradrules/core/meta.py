@@ -136,4 +136,5 @@ def elementwise_infer_meta(op: str, names: tuple[str, ...], kind: str, out_dtype
 
 
 def is_float(x: Any) -> bool:
-    return jnp.issubdtype(jnp.result_type(x), jnp.floating)
+    """Whether an array, scalar or dtype is floating."""
+    return bool(jnp.issubdtype(jnp.result_type(x), jnp.floating))

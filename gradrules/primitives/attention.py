@@ -190,7 +190,7 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
     derivatives. ``mask`` (bool, True = attend) and ``bias`` broadcast to
     ``[B, H, Sq, Sk]``. ``block_q`` / ``block_k`` set the block sizes of the
     blockwise CPU lowering (default ``DEFAULT_BLOCKS``), bound as
-    ``implementation=implementation("attention", BlockSizes(block_q,
+    ``implementation=implementation(BlockSizes(block_q,
     block_k))``; they never change the result.
 
     Derivatives: with ``ds_ij = scale (tq_i . k_j + q_i . tk_j) + tbias_ij``
@@ -219,7 +219,7 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
     blocks = BlockSizes(block_q=_block_param("block_q", block_q, DEFAULT_BLOCKS.block_q),
                         block_k=_block_param("block_k", block_k, DEFAULT_BLOCKS.block_k))
     out, _ = attention_p.bind(q, k, v, mask, bias, causal=causal, scale=scale,
-                              implementation=implementation(_OP, blocks))
+                              implementation=implementation(blocks))
     return out
 
 

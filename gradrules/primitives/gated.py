@@ -138,7 +138,7 @@ def silu_gated(gate: ArrayLike, up: ArrayLike, *, limit: float | None = None) ->
     op = "silu_gated"
     gate, up = _pair(op, gate, up)
     return silu_gated_p.bind(gate, up, limit=limit_param(op, limit),
-                             implementation=implementation(op))
+                             implementation=implementation())
 
 
 def _silu_gated_reference(gate: ArrayLike, up: ArrayLike, *, limit: float | None = None
@@ -243,7 +243,7 @@ def silu_rowsplit(x: ArrayLike, *, activation: str = "silu", limit: float | None
         raise ValueError(f"{op_name(op)}: the last axis of x holds gate and up halves and must "
                          f"have an even size, got x with shape {np.shape(x)}")
     return silu_rowsplit_p.bind(x, activation=activation, limit=limit,
-                                implementation=implementation(op))
+                                implementation=implementation())
 
 
 def _silu_rowsplit_reference(x: ArrayLike, *, activation: str = "silu",

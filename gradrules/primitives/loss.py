@@ -97,7 +97,7 @@ def loss_params(op: str, ignore_index: Any, label_smoothing: Any, z_loss: Any,
             "label_smoothing": number_param(op, "label_smoothing", label_smoothing, lo=0.0,
                                             hi=1.0),
             "z_loss": number_param(op, "z_loss", z_loss, lo=0.0),
-            "implementation": implementation(op, blocks)}
+            "implementation": implementation(blocks)}
 
 
 def one_hot(labels: Any, classes: int, dtype: Any, ignore_index: int) -> Any:

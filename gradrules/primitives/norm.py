@@ -225,7 +225,7 @@ def rms_norm(x: ArrayLike, gamma: ArrayLike | None = None, *, eps: float = 1e-6,
     x = _rows_arg(op, x)
     x, gamma = _promote_all(op, {"x": x, "gamma": _affine_arg(op, "gamma", gamma, x, 1.0)})
     out, _ = rms_norm_p.bind(x, gamma, eps=eps, weight_offset=offset,
-                             implementation=implementation(op))
+                             implementation=implementation())
     return out
 
 
@@ -364,7 +364,7 @@ def layer_norm(x: ArrayLike, weight: ArrayLike | None = None, bias: ArrayLike | 
     x = _rows_arg(op, x)
     x, weight, bias = _promote_all(op, {"x": x, "weight": _affine_arg(op, "weight", weight, x, 1.0),
                                         "bias": _affine_arg(op, "bias", bias, x, 0.0)})
-    out, _, _ = layer_norm_p.bind(x, weight, bias, eps=eps, implementation=implementation(op))
+    out, _, _ = layer_norm_p.bind(x, weight, bias, eps=eps, implementation=implementation())
     return out
 
 

@@ -101,7 +101,7 @@ def rope(x: ArrayLike, *, positions: ArrayLike | None = None, start_pos: int = 0
         check_dtype(_OP, "positions", jnp.result_type(positions), "int")
         positions = jnp.asarray(positions) if np.ndim(positions) == 0 else positions
     return rope_p.bind(x, positions, theta=theta, inverse=False,
-                       implementation=implementation(_OP))
+                       implementation=implementation())
 
 
 @partial(jax.jit, static_argnames=("start_pos", "theta"))

@@ -40,7 +40,7 @@ FAMILY = "softmax"
 
 def _row_args(op: str, x: Any, axis: Any) -> tuple[Any, dict[str, Any]]:
     x = float_array(op, "x", x)
-    return x, {"axis": normalize_axis(op, axis, jnp.ndim(x)), "implementation": implementation(op)}
+    return x, {"axis": normalize_axis(op, axis, jnp.ndim(x)), "implementation": implementation()}
 
 
 def _reference_parts(x: ArrayLike, axis: int) -> tuple[Array, Array, Any]:

@@ -8,27 +8,23 @@ from typing import Any
 
 import numpy as np
 
-import jax.numpy as jnp
 
 from .. import _jax
 from .._jax import Cotangent, JvpResult, MaybeUndefined, Tangent
+from ..core.meta import is_float
 from ..core.primitive import register_rules
 from ..primitives.convert import convert_element_type_p, copy_p
 from ._common import linear_jvp, unary_batch
 
 
 # convert_element_type ------------------------------------------------------
-def _is_float(dtype: Any) -> bool:
-    return bool(jnp.issubdtype(dtype, jnp.floating))
-
-
 def _convert_element_type_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *,
                               new_dtype: np.dtype) -> JvpResult:
     """Float -> float casts are linear (the tangent is cast the same way);
     casts to or from integers and bools have a zero derivative."""
     (x,), (t,) = primals, tangents
     out = convert_element_type_p.bind(x, new_dtype=new_dtype)
-    if _jax.is_zero(t) or not (_is_float(_jax.aval_of(x).dtype) and _is_float(new_dtype)):
+    if _jax.is_zero(t) or not (is_float(_jax.aval_of(x).dtype) and is_float(new_dtype)):
         return out, _jax.zero_tangent(out)
     return out, convert_element_type_p.bind(t, new_dtype=new_dtype)
 

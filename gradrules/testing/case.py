@@ -14,6 +14,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+from ..core.meta import is_float
 from ..core.registry import OpDef
 from ..primitives.arithmetic import add, multiply
 from ..primitives.reduction import sum as gr_sum
@@ -79,10 +80,6 @@ class Case:
     @property
     def tol(self) -> Tol:
         return self.info.fd_tol if self.info else Tol()
-
-
-def is_float(x: Any) -> bool:
-    return bool(jnp.issubdtype(jnp.result_type(x), jnp.floating))
 
 
 def is_array(x: Any) -> bool:

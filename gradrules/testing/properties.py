@@ -40,11 +40,12 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from .. import _jax
+from ..core.meta import is_float
 from ..core.registry import is_catalog_primitive
 from ..primitives.arithmetic import add, multiply
 from ..primitives.reduction import sum as gr_sum
 from ..primitives.shape import broadcast_to
-from .case import (Case, CheckOutcome, Mismatch, NotApplicable, compare, is_float, like,
+from .case import (Case, CheckOutcome, Mismatch, NotApplicable, compare, like,
                    scalarize, vdot)
 from .samples import Tol
 
