@@ -19,6 +19,7 @@ It also names the types of the rule contracts, used in every rule signature:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any, TypeAlias
@@ -27,6 +28,7 @@ import numpy as np
 
 import jax
 from jax._src import config as _config
+from jax._src import core as _core
 from jax._src import dispatch as _dispatch
 from jax._src.interpreters import ad as _ad
 from jax._src.interpreters import batching as _batching
@@ -38,10 +40,11 @@ from jax.extend.core import ClosedJaxpr, Jaxpr, Primitive
 __all__ = [
     "Array", "BatchDim", "BatchResult", "ClosedJaxpr", "Cotangent", "Jaxpr", "JvpResult",
     "MaybeUndefined", "Primitive", "ShapedArray", "Tangent", "UndefinedPrimal", "Zero",
-    "aval_of", "config_state", "float0", "is_undefined_primal", "is_zero", "iter_eqns",
-    "jaxpr_primitives", "new_primitive", "register_abstract_eval", "register_batch",
+    "aval_of", "config_state", "float0", "gpu_lowering_context", "is_undefined_primal",
+    "is_zero", "iter_eqns", "jaxpr_primitives", "mesh_of", "new_primitive",
+    "optional_string_config_state", "register_abstract_eval", "register_batch",
     "register_jvp", "register_lowering", "register_transpose", "registered_rules",
-    "set_config", "zero_cotangent", "zero_tangent",
+    "set_config", "spec_of", "with_varying_axes", "zero_cotangent", "zero_tangent",
 ]
 
 Zero = _ad.Zero
@@ -74,7 +77,10 @@ class _ValidatedPrimitive(Primitive):
     def bind(self, *args: Any, **params: Any) -> Any:
         if self.validate_params is not None:
             self.validate_params(params)
-        return super().bind(*args, **params)
+        # inside shard_map, operands varying over different manual axes vary
+        # over all of them (pvary, whose transpose psums the cotangent of an
+        # invariant operand), as for JAX's own primitives
+        return super().bind(*_core.auto_insert_reshard(*args), **params)
 
 
 def new_primitive(name: str, *, multiple_results: bool = False,
@@ -132,8 +138,63 @@ def config_state(name: str, values: Sequence[str], default: str, help: str) -> A
                               include_in_trace_context=True)
 
 
+def optional_string_config_state(name: str, help: str) -> Any:
+    """A string-or-None JAX configuration state, part of the trace context
+    (and so of the jit cache key), like ``config_state``."""
+    return _config.optional_string_state(name, None, help, include_in_trace_context=True)
+
+
+def with_varying_axes(out: Any, avals: Sequence[Any]) -> Any:
+    """The output aval(s) of a primitive varying over the manual mesh axes
+    (inside ``shard_map``) its operands vary over, which ``bind`` made equal."""
+    varying = frozenset().union(*(a.mat.varying for a in avals if isinstance(a, ShapedArray)))
+    if not varying:
+        return out
+    mat = _core.ManualAxisType(varying=varying)
+
+    def vary(a: ShapedArray) -> ShapedArray:
+        sharding = _core.get_cur_mesh_sharding(jax.sharding.PartitionSpec(*[None] * a.ndim))
+        return a.update(sharding=sharding).update_manual_axis_type(mat)
+    return type(out)(map(vary, out)) if isinstance(out, (list, tuple)) else vary(out)
+
+
+def mesh_of(x: Any) -> Any:
+    """The mesh ``x`` lives on: the concrete mesh of a concrete array, the
+    abstract mesh of a tracer's type, else the context's (empty outside any
+    mesh)."""
+    sharding = getattr(x, "sharding", None) if not isinstance(x, jax.core.Tracer) else None
+    if isinstance(sharding, jax.sharding.NamedSharding):
+        return sharding.mesh
+    mesh = _typeof(x).sharding.mesh
+    return mesh if mesh.axis_names else jax.sharding.get_abstract_mesh()
+
+
+def spec_of(x: Any) -> tuple[Any, ...]:
+    """The partition spec of ``x``'s type, one entry per dim (None: unsharded
+    or, on an Auto mesh, unknown until XLA propagates)."""
+    spec = tuple(_typeof(x).sharding.spec)
+    return spec + (None,) * (len(np.shape(x)) - len(spec))
+
+
 def set_config(name: str, value: Any) -> None:
     jax.config.update(name, value)
+
+
+def gpu_lowering_context(device_kind: str = "NVIDIA H200", num_cores: int = 132
+                         ) -> contextlib.AbstractContextManager[Any]:
+    """A context in which ``jax.jit(f).trace(...).lower(lowering_platforms=
+    ("cuda",))`` lowers Pallas Triton kernels on a machine without a GPU.
+
+    It is the current abstract mesh (the empty one outside any mesh) with an
+    abstract GPU device of ``device_kind`` (with ``num_cores`` SMs). JAX 0.11
+    reads the GPU's compute capability from that device kind and refuses to
+    lower a Triton ``pallas_call`` without a GPU or such a device; JAX 0.10
+    ignores it (it falls back to compute capability 9.0 without a GPU), so the
+    one context serves both."""
+    device = jax.sharding.AbstractDevice(device_kind=device_kind, num_cores=num_cores,
+                                         platform="gpu")
+    mesh = jax.sharding.get_abstract_mesh().update(abstract_device=device)
+    return jax.sharding.use_abstract_mesh(mesh)
 
 
 def is_undefined_primal(x: Any) -> bool:

@@ -3,14 +3,16 @@ jax.numpy reference, in the same run, reported as ratios.
 
 ``compare(name, fn, ref, *args)`` compiles both with ``jax.jit`` and
 measures wall time (median of repeats), compiled peak temp memory (XLA's
-memory analysis) and FLOPs (XLA's cost analysis). ``gradrules bench`` runs
-the small built-in table below; ``benchmarks/`` holds the larger scripts.
+memory analysis) and FLOPs (XLA's cost analysis). ``time_interleaved``
+times several functions in turns, ``format_columns`` lays out any table.
+``gradrules bench`` runs the small built-in table below; ``benchmarks/``
+holds the larger scripts.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +67,36 @@ def time_compiled(compiled: Any, *args: Any, repeats: int = 5) -> float:
     return float(np.median(times))
 
 
+def time_interleaved(calls: Mapping[str, Callable[[], Any]], *, repeats: int = 10,
+                     min_sample_s: float = 2e-3, max_inner: int = 64) -> dict[str, float]:
+    """Median seconds per call of each of ``calls`` (functions of no arguments:
+    a compiled executable with its arguments bound).
+
+    The functions run in turns, the order rotated every repeat, so a drift of
+    the machine (clocks, temperature, other load) reaches all of them alike.
+    After a warm-up call, each sample of a function is ``inner`` calls in a
+    row then one wait (``inner`` from one timed call: enough calls for
+    ``min_sample_s``, at most ``max_inner``), so dispatch overhead does not
+    swamp a call of a few microseconds."""
+    names = list(calls)
+    inner = {}
+    for name in names:
+        jax.block_until_ready(calls[name]())
+        t0 = time.perf_counter()
+        jax.block_until_ready(calls[name]())
+        once = time.perf_counter() - t0
+        inner[name] = max(1, min(max_inner, int(min_sample_s / max(once, 1e-9))))
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            t0 = time.perf_counter()
+            for _ in range(inner[name]):
+                out = calls[name]()
+            jax.block_until_ready(out)
+            samples[name].append((time.perf_counter() - t0) / inner[name])
+    return {name: float(np.median(s)) for name, s in samples.items()}
+
+
 def compare(name: str, fn: Callable[..., Any], ref: Callable[..., Any], *args: Any,
             repeats: int = 5) -> BenchRow:
     c, temp, flops = compiled_stats(fn, *args)
@@ -78,8 +110,14 @@ def format_table(rows: Sequence[BenchRow]) -> str:
     body = [(r.name, f"{r.time_s * 1e3:.2f}", f"{r.ref_time_s * 1e3:.2f}", f"{r.time_ratio:.2f}",
              f"{r.temp_bytes / 2**20:.2f}", f"{r.ref_temp_bytes / 2**20:.2f}",
              f"{r.mem_ratio:.2f}", f"{r.flops_ratio:.2f}") for r in rows]
+    return format_columns(head, body)
+
+
+def format_columns(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns: the header, a rule of dashes, then the body rows."""
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    lines = ["  ".join(x.ljust(w) for x, w in zip(row, widths)) for row in [head, *body]]
+    lines = ["  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip()
+             for row in [head, *body]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import inspect
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from .core.registry import (RULE_KINDS, PrimitiveInfo, OpDef, close_matches, families,
                             get_op, list_ops, rule_locations, rule_name, source_location)
@@ -34,6 +36,13 @@ def _resolve_names(names: Sequence[str], family: bool = False) -> list[OpDef] | 
     return ops
 
 
+def kernel_scope(supports: Any) -> str:
+    """The calls a Pallas kernel takes: the first paragraph of its table's
+    ``supports`` docstring, on one line (the others run the XLA lowering
+    under kernel="auto")."""
+    return " ".join((inspect.getdoc(supports) or "").split("\n\n")[0].split())
+
+
 def _rule_rows(info: PrimitiveInfo) -> list[tuple[str, str, str]]:
     """(what, rule, where) for the infer_meta, lowerings and rules of a primitive."""
     rows = [("infer_meta", rule_name(info.infer_meta), ", ".join(rule_locations(info.infer_meta)))]
@@ -58,6 +67,8 @@ def _print_op(op: OpDef) -> None:
         w1 = max(len(r[1]) for r in rows)
         for what, rule, where in rows:
             print(f"    {what.ljust(w0)}  {rule.ljust(w1)}  {where}".rstrip())
+        if info.kernel_supports is not None:
+            print(f"    pallas takes: {kernel_scope(info.kernel_supports)}")
 
 
 def _cmd_list(args: argparse.Namespace) -> int:

@@ -102,6 +102,28 @@ def test_imports_point_down():
     assert not bad, "imports that run up the layers:\n" + "\n".join(bad)
 
 
+def _external_imports(path: Path) -> list[str]:
+    """Every module name an ``import`` or absolute ``from ... import`` of the
+    module at ``path`` names (and, for ``from``, each imported name under it)."""
+    names = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    return names
+
+
+@pytest.mark.parametrize("prefix, owner", [("jax._src", "_jax.py"),
+                                           ("jax.experimental.pallas", "pallas/_pallas.py")])
+def test_jax_internals_and_pallas_are_imported_in_one_module_each(prefix, owner):
+    """JAX internals only in gradrules/_jax.py, Pallas only in
+    gradrules/pallas/_pallas.py: the version differences live there."""
+    users = {str(path.relative_to(PACKAGE)) for path in _modules()
+             if any(n == prefix or n.startswith(prefix + ".") for n in _external_imports(path))}
+    assert users == {owner}
+
+
 def test_few_imports_inside_functions_each_saying_why():
     late = []
     for path in _modules():

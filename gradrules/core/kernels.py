@@ -21,6 +21,13 @@ untouched; only the lowering reads it:
   Asking for it where the table has none raises ``NotImplementedError`` at
   trace time.
 
+A table may also have a ``"supports"`` entry: a function of the operands
+(arrays or avals) and params, ``blocks`` among them, that returns None when
+the Pallas kernel takes the call and otherwise a short reason. Under
+``"auto"`` an unsupported call runs the ``"xla"`` entry; under ``"pallas"`` /
+``"interpret"`` it raises ``NotImplementedError`` at trace time with that
+reason. Its docstring says which calls the kernel takes (``gradrules list``).
+
 An entry that takes a ``blocks`` keyword receives ``implementation.blocks``,
 one that takes ``implementation`` (a composition binding fused primitives,
 e.g. silu_rowsplit's) the param itself; every entry receives the primitive's
@@ -30,7 +37,7 @@ other params.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -40,7 +47,7 @@ from .config import config, validate_kernel
 from .meta import op_name
 
 IMPLEMENTATION = "implementation"   # the name of the param
-TABLE_KEYS = ("xla", "pallas")
+TABLE_KEYS = ("xla", "pallas", "supports")
 
 
 @dataclass(frozen=True)
@@ -64,24 +71,43 @@ def implementation(blocks: Hashable | None = None) -> Implementation:
 
 def check_table(name: str, table: Mapping[str, Callable[..., Any]]
                 ) -> dict[str, Callable[..., Any]]:
-    """An implementation table: an ``"xla"`` entry, optionally ``"pallas"``."""
+    """An implementation table: an ``"xla"`` entry, optionally ``"pallas"``
+    and, with it, ``"supports"``."""
     unknown = set(table) - set(TABLE_KEYS)
-    if unknown or "xla" not in table:
+    if unknown or "xla" not in table or ("supports" in table and "pallas" not in table):
         raise TypeError(f"define_primitive({name}): implementations must have an 'xla' entry "
-                        f"and optionally 'pallas', got {sorted(table)}")
+                        f"and optionally 'pallas' and 'supports', got {sorted(table)}")
     return dict(table)
 
 
+def unsupported(table: Mapping[str, Callable[..., Any]], args: Sequence[Any],
+                implementation: Implementation, params: Mapping[str, Any]) -> str | None:
+    """Why the table's Pallas kernel does not take this call (None: it does)."""
+    if "pallas" not in table:
+        return "no Pallas kernel yet"
+    if "supports" not in table:
+        return None
+    return table["supports"](*args, blocks=implementation.blocks, **params)
+
+
 def check_implementation(name: str, table: Mapping[str, Callable[..., Any]],
-                         value: Any) -> None:
-    """At trace time: ``value`` is an ``Implementation`` whose kernel exists."""
+                         args: Sequence[Any], params: Mapping[str, Any]) -> None:
+    """At trace time: the ``implementation`` param is an ``Implementation``
+    whose kernel exists and takes these operands (avals)."""
+    params = dict(params)
+    value = params.pop(IMPLEMENTATION)
     if not isinstance(value, Implementation):
         raise TypeError(f"{name}: param implementation must be an Implementation, got {value!r}")
     validate_kernel(op_name(name), value.kernel)
-    if value.kernel in ("pallas", "interpret") and "pallas" not in table:
-        raise NotImplementedError(
-            f"{op_name(name)}: kernel={value.kernel!r} has no Pallas kernel yet; use "
-            "kernel='auto' or 'xla' (gradrules.config.using(kernel='xla'))")
+    if value.kernel not in ("pallas", "interpret"):
+        return
+    reason = unsupported(table, args, value, params)
+    if reason is not None:
+        what = (f"kernel={value.kernel!r} has no Pallas kernel yet" if "pallas" not in table
+                else f"kernel={value.kernel!r}: the Pallas kernel does not take this call "
+                f"({reason})")
+        raise NotImplementedError(f"{op_name(name)}: {what}; use kernel='auto' or 'xla' "
+                                  "(gradrules.config.using(kernel='xla'))")
 
 
 def takes_keyword(fn: Callable[..., Any], name: str) -> bool:
@@ -98,7 +124,8 @@ def dispatch(table: Mapping[str, Callable[..., Any]], on_gpu: bool, *args: Any,
     docstring): the chosen entry, traced with the primitive's other params."""
     kernel = implementation.kernel
     if kernel == "auto":
-        kernel = "pallas" if on_gpu and "pallas" in table else "xla"
+        on_gpu = on_gpu and unsupported(table, args, implementation, params) is None
+        kernel = "pallas" if on_gpu else "xla"
     fn = table["xla" if kernel == "xla" else "pallas"]
     extra: dict[str, Any] = {} if kernel == "xla" else {"interpret": kernel == "interpret"}
     if takes_keyword(fn, "blocks"):

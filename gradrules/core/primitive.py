@@ -68,12 +68,13 @@ def define_primitive(name: str, *, family: str, operands: tuple[str, ...],
         lowerings = {"xla": impl}
         _jax.register_lowering(prim, impl, multiple_results=multiple_results)
     else:
-        lowerings = table
+        lowerings = {key: fn for key, fn in table.items() if key != "supports"}
         register_table_lowerings(prim, table, multiple_results=multiple_results)
     PRIMITIVES[prim] = PrimitiveInfo(prim=prim, family=family, operands=tuple(operands),
                                      params=all_params, multiple_results=multiple_results,
                                      infer_meta=infer_meta, lowerings=lowerings,
-                                     outputs=tuple(outputs))
+                                     outputs=tuple(outputs),
+                                     kernel_supports=(table or {}).get("supports"))
     return prim
 
 
@@ -82,8 +83,8 @@ def checked_infer_meta(name: str, table: Mapping[str, Callable[..., Any]] | None
     """The abstract eval of a primitive: its ``infer_meta``, after checking
     that the implementation it asks for exists."""
     if table is not None:
-        check_implementation(name, table, params[IMPLEMENTATION])
-    return infer_meta(*avals, **params)
+        check_implementation(name, table, avals, params)
+    return _jax.with_varying_axes(infer_meta(*avals, **params), avals)
 
 
 def validate_params(name: str, expected: frozenset[str], given: dict[str, Any]) -> None:

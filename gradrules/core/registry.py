@@ -34,7 +34,8 @@ _ROOT = os.path.dirname(_PACKAGE)
 class PrimitiveInfo:
     """What the registry knows of one primitive: its operand and param names,
     its infer_meta, its lowerings (``{"xla": impl}``, plus ``"pallas"`` where
-    a kernel exists), its rules (kind -> rule or marker) and the operands it
+    a kernel exists, and ``kernel_supports``, which calls the kernel takes:
+    ``core.kernels``), its rules (kind -> rule or marker) and the operands it
     is jointly linear in (``()`` when it is not linear)."""
 
     prim: Primitive
@@ -47,6 +48,7 @@ class PrimitiveInfo:
     outputs: tuple[str, ...] = ()      # names of the results, where given
     rules: dict[str, Any] = field(default_factory=dict)
     linear: tuple[tuple[str, ...], ...] = ()
+    kernel_supports: Callable[..., Any] | None = None
 
     @property
     def name(self) -> str:

@@ -23,8 +23,9 @@ These are deliberately not the gradrules-op compositions the JVP rules of
 and ``_backward_map`` in ``rules/attention.py``, the same maths): those
 materialise the ``[B, H, Sq, Sk]`` scores, which is fine inside a higher
 derivative but not as the lowering, whose point is memory (never more than a
-``[B, H, block_q, block_k]`` block of scores). The log-sum-exp is the
-library's one (``_fused.lse_from_sum`` on the online max and sum).
+``[B, H, block_q, block_k]`` block of scores). The online softmax is the
+library's one (``core.numerics.online_lse_step`` and
+``online_softmax_finish``), which the Pallas kernels share.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._fused import acc_dtype, finite_or_zero, lse_from_sum, online_lse_step, pad_axis, sum_to
+from ..core.numerics import acc_dtype, finite_or_zero, online_lse_step, online_softmax_finish
+from ..pallas.attention import BlockGrid, BlockSizes
+from ._fused import pad_axis, sum_to
 
 Array = jax.Array
 _QK = "bhgqd,bhkd->bhgqk"     # scores of a query block against a key block
@@ -46,69 +49,36 @@ _PV = "bhgqk,bhkd->bhgqd"     # weights times values (or keys)
 _PQ = "bhgqk,bhgqd->bhkd"     # weights transposed times queries (or cotangents)
 
 
-@dataclass(frozen=True)
-class BlockSizes:
-    """Query and key block sizes of the blockwise lowering (rows of q and of
-    k per step), carried by the ``implementation`` param; the public
-    function's ``block_q`` / ``block_k`` override them. They never change the
-    result."""
-
-    block_q: int = 256
-    block_k: int = 512
-
-
-DEFAULT_BLOCKS = BlockSizes()
+# The blockwise lowering's defaults (rows of q and of k per step), where
+# ``BlockSizes`` leaves block_q / block_k None.
+BLOCK_Q, BLOCK_K = 256, 512
 
 
 @dataclass(frozen=True)
-class Geometry:
+class Geometry(BlockGrid):
     """Static sizes of one call and its block grid."""
 
     B: int
-    Sq: int
-    Sk: int
     Hkv: int
     G: int
-    bq: int
-    bk: int
-    causal: bool
     scale: float
     acc: np.dtype
-
-    @property
-    def nq(self) -> int:
-        return -(-self.Sq // self.bq)
-
-    @property
-    def nk(self) -> int:
-        return -(-self.Sk // self.bk)
 
     @property
     def empty(self) -> bool:
         return self.B * self.Sq * self.Hkv * self.G == 0
 
-    def key_end(self, i: Any) -> Any:
-        """Number of key blocks query block ``i`` sees (causal: aligned to the end)."""
-        if not self.causal:
-            return self.nk
-        last = jnp.minimum(i * self.bq + self.bq, self.Sq) - 1 + (self.Sk - self.Sq)
-        return jnp.clip(last // self.bk + 1, 0, self.nk)
-
-    def query_start(self, j: Any) -> Any:
-        """First query block that sees key block ``j``."""
-        if not self.causal:
-            return 0
-        return jnp.clip((j * self.bk - (self.Sk - self.Sq)) // self.bq, 0, self.nq)
-
 
 def geometry(q: Any, k: Any, *, causal: bool, scale: float,
              blocks: BlockSizes | None) -> Geometry:
-    """The geometry of one call (``blocks`` None: ``DEFAULT_BLOCKS``)."""
+    """The geometry of one call (``BLOCK_Q`` / ``BLOCK_K`` where ``blocks``
+    gives none)."""
     B, Sq, H, _ = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
-    blocks = DEFAULT_BLOCKS if blocks is None else blocks
-    return Geometry(B, Sq, Sk, Hkv, H // max(Hkv, 1), max(1, min(blocks.block_q, Sq)),
-                    max(1, min(blocks.block_k, Sk)), causal, scale, acc_dtype(q.dtype))
+    bq = blocks.block_q if blocks is not None and blocks.block_q else BLOCK_Q
+    bk = blocks.block_k if blocks is not None and blocks.block_k else BLOCK_K
+    return Geometry(Sq, Sk, max(1, min(bq, Sq)), max(1, min(bk, Sk)), causal, B=B, Hkv=Hkv,
+                    G=H // max(Hkv, 1), scale=scale, acc=acc_dtype(q.dtype))
 
 
 # ------------------------------------------------------------- layouts
@@ -222,8 +192,6 @@ def forward(q: Array, k: Array, v: Array, mask: Array, bias: Array, *, causal: b
         return [jnp.zeros(q.shape, q.dtype), jnp.full((g.B, H, g.Sq), -jnp.inf, g.acc)]
     qs, ks, vs = q_layout(q, g), kv_layout(k, g), kv_layout(v, g)
     mask5, bias5 = pair_layout(mask, g, False), pair_layout(bias.astype(g.acc), g, 0)
-    zero = jnp.zeros((), g.acc)
-
     def query_block(i: Array) -> tuple[Array, Array]:
         qb = _block(qs, 3, i, g.bq)
         rows = qb.shape[:4]
@@ -238,12 +206,7 @@ def forward(q: Array, k: Array, v: Array, mask: Array, bias: Array, *, causal: b
 
         init = (jnp.full(rows, -jnp.inf, g.acc), jnp.zeros(rows, g.acc),
                 jnp.zeros(qb.shape, g.acc))
-        m, l, acc = _fori(0, g.key_end(i), key_block, init, g.nk)
-        seen = l > 0
-        safe_l = jnp.where(seen, l, jnp.ones((), g.acc))
-        out = jnp.where(seen[..., None], acc / safe_l[..., None], zero)
-        lse = lse_from_sum(finite_or_zero(m), l, -jnp.inf)
-        return out, lse
+        return online_softmax_finish(*_fori(0, g.key_blocks(i), key_block, init, g.nk))
 
     out, lse = _map_blocks(query_block, g.nq)
     return [q_unlayout(_merge_query_blocks(out, g), g, q.dtype),
@@ -279,7 +242,7 @@ def jvp(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array, lse:
             return c + pds.sum(-1), y
 
         init = (jnp.zeros(qb.shape[:4], g.acc), jnp.zeros(qb.shape, g.acc))
-        c, y = _fori(0, g.key_end(i), key_block, init, g.nk)
+        c, y = _fori(0, g.key_blocks(i), key_block, init, g.nk)
         return y - c[..., None] * _block(outs, 3, i, g.bq), c
 
     t_out, t_lse = _map_blocks(query_block, g.nq)
@@ -328,7 +291,7 @@ def backward(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array,
 
         dq, dbias = carry
         init = (jnp.zeros(kb.shape, g.acc), jnp.zeros(vb.shape, g.acc), dq, dbias)
-        dk, dv, dq, dbias = _fori(g.query_start(j), g.nq, query_block, init, g.nq)
+        dk, dv, dq, dbias = _fori(g.first_query_block(j), g.nq, query_block, init, g.nq)
         return (dq, dbias), (dk, dv)
 
     init = (jnp.zeros(qs.shape, g.acc), jnp.zeros(shape5, g.acc))

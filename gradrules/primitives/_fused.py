@@ -8,11 +8,12 @@ residuals as extra outputs), ``foo_jvp_p`` (the tangent map) and
 table (``core.kernels``) and bound with the ``implementation`` param its
 public function reads from ``gradrules.config``.
 
-Also here: infer_meta helpers these ops share, the accumulation dtype
-(float32 for 16-bit input), and the lowering helpers in plain jax.numpy,
-among them the one numerically stable log-sum-exp (``log_sum_exp``; its
-pieces ``max_shift``, ``lse_from_sum`` and, blockwise, ``online_lse_step``)
-used by softmax, cross-entropy, attention and logsumexp.
+Also here: infer_meta helpers these ops share and the lowering helpers in
+plain jax.numpy, among them the one numerically stable log-sum-exp
+(``log_sum_exp``, from ``max_shift`` and ``core.numerics.lse_from_sum``; the
+blockwise ``online_lse_step`` and the accumulation dtype are in
+``core.numerics`` too, shared with the Pallas kernels) used by softmax,
+cross-entropy, attention and logsumexp.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import jax.numpy as jnp
 
 from .._jax import ShapedArray
 from ..core.meta import check_dtype, normalize_axis, op_name
+from ..core.numerics import acc_dtype, finite_or_zero, lse_from_sum
 
 Array = jax.Array
 
@@ -55,22 +57,10 @@ def check_like(op: str, name: str, aval: Any, shape: tuple[int, ...], dtype: Any
                          f"{aval.dtype}{list(aval.shape)}")
 
 
-def acc_dtype(dtype: Any) -> np.dtype:
-    """The dtype these ops accumulate in: float32 for float16/bfloat16 input,
-    the input's own dtype for float32 and float64."""
-    return np.dtype(jnp.promote_types(dtype, np.float32))
-
-
 # ---------------------------------------------- lowering helpers (jax.numpy)
 def upcast(x: Array) -> Array:
     """``x`` in its accumulation dtype."""
     return x.astype(acc_dtype(x.dtype))
-
-
-def finite_or_zero(x: Array) -> Array:
-    """``x`` where finite, else 0: a shift that is ``-inf`` (a row with no
-    entry) becomes 0, so that ``exp(s - shift)`` stays 0, never NaN."""
-    return jnp.where(jnp.isfinite(x), x, jnp.zeros((), x.dtype))
 
 
 def max_shift(x: Array, axis: int | tuple[int, ...]) -> Array:
@@ -79,37 +69,12 @@ def max_shift(x: Array, axis: int | tuple[int, ...]) -> Array:
     return finite_or_zero(jnp.max(x, axis, keepdims=True, initial=-jnp.inf))
 
 
-def lse_from_sum(shift: Array, total: Array, empty: float) -> Array:
-    """``shift + log(total)`` with ``total = sum exp(x - shift)``; ``empty``
-    (0 or ``-inf``) where the total is 0 (every entry ``-inf``). A NaN total
-    (a NaN entry) stays NaN."""
-    none = total == 0
-    return jnp.where(none, empty, shift + jnp.log(jnp.where(none, 1, total)))
-
-
 def log_sum_exp(x: Array, axis: int | tuple[int, ...], *, empty: float = 0.0) -> Array:
     """``log sum exp(x)`` along ``axis`` (kept), computed with the finite max
     subtracted; ``empty`` for a row that is all ``-inf`` (0 for softmax, whose
     row of zeros needs a finite normaliser; ``-inf`` for a log-sum-exp)."""
     shift = max_shift(x, axis)
     return lse_from_sum(shift, jnp.sum(jnp.exp(x - shift), axis, keepdims=True), empty)
-
-
-def online_lse_step(m: Array, total: Array, x: Array) -> tuple[Array, Array, Array, Array]:
-    """One block of the online (blockwise) log-sum-exp over the last axis.
-
-    ``m`` is the running max so far (``-inf`` before any entry) and ``total =
-    sum exp(x_seen - finite_or_zero(m))``. Returns the new max, the factor
-    ``alpha`` that rescales what was accumulated against the old shift, the
-    block's ``p = exp(x - shift)`` with the new shift, and the new total
-    ``alpha total + sum(p)``. ``lse_from_sum(finite_or_zero(m), total, empty)``
-    finishes it; rows that are all ``-inf`` so far keep a total of 0, no NaN.
-    """
-    m_new = jnp.maximum(m, jnp.max(x, -1))
-    shift = finite_or_zero(m_new)
-    alpha = jnp.exp(m - shift)
-    p = jnp.exp(x - shift[..., None])
-    return m_new, alpha, p, alpha * total + jnp.sum(p, -1)
 
 
 def sum_to(x: Array, shape: tuple[int, ...]) -> Array:

@@ -43,8 +43,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._fused import (acc_dtype, finite_or_zero, log_sum_exp, lse_from_sum, max_shift,
-                     online_lse_step, pad_axis, upcast)
+from ..core.numerics import acc_dtype, finite_or_zero, lse_from_sum, online_lse_step
+from ._fused import log_sum_exp, max_shift, pad_axis, upcast
 
 
 Array = jax.Array

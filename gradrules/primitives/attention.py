@@ -3,8 +3,10 @@ grouped-query heads, causal masking, a boolean mask and an additive bias.
 
 Fused as three primitives (DESIGN.md), each lowered blockwise to XLA by
 ``_attention_xla`` (online softmax over key blocks; no ``[Sq, Sk]`` array
-beyond one block), with the block sizes (``BlockSizes``) in the one
-``implementation`` param; their params are ``causal`` and ``scale``:
+beyond one block) and by a Pallas kernel (``pallas/attention.py``; which
+calls it takes: ``pallas.attention.supports``), with the kernel choice and
+block sizes (``BlockSizes``) in the one ``implementation`` param; their
+params are ``causal`` and ``scale``:
 
 * ``attention_p(q, k, v, mask, bias) -> (out, lse)``: the forward; ``lse`` is
   the log-sum-exp of each row's scores ``[B, H, Sq]`` (``-inf`` for a row
@@ -34,11 +36,13 @@ from .._jax import ShapedArray
 from ..core.args import as_array, bool_param, int_param, number_param
 from ..core.kernels import implementation
 from ..core.meta import check_dtype, op_name
+from ..core.numerics import acc_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
+from ..pallas import attention as kernels
+from ..pallas.attention import BlockSizes
 from . import _attention_xla as xla
-from ._attention_xla import DEFAULT_BLOCKS, BlockSizes
-from ._fused import acc_dtype
+from ._sharding import shard_map_bind
 from .convert import convert_element_type, promote
 from .shape import reshape
 
@@ -136,15 +140,17 @@ def _attention_vjp_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any, out:
 attention_p = define_primitive(
     "attention", family=FAMILY, operands=OPERANDS, outputs=("out", "lse"), params=PARAMS,
     multiple_results=True,
-    infer_meta=_attention_infer_meta, implementations={"xla": xla.forward})
+    infer_meta=_attention_infer_meta,
+    implementations={"xla": xla.forward, "pallas": kernels.forward, "supports": kernels.supports})
 attention_jvp_p = define_primitive(
     "attention_jvp", family=FAMILY, operands=OPERANDS + RESIDUALS + ("tq", "tk", "tv", "tbias"),
     params=PARAMS, multiple_results=True, infer_meta=_attention_jvp_infer_meta,
-    implementations={"xla": xla.jvp})
+    implementations={"xla": xla.jvp, "pallas": kernels.jvp, "supports": kernels.supports})
 attention_vjp_p = define_primitive(
     "attention_vjp", family=FAMILY, operands=OPERANDS + RESIDUALS + ("ct_out", "ct_lse"),
     params=PARAMS, multiple_results=True, infer_meta=_attention_vjp_infer_meta,
-    implementations={"xla": xla.backward})
+    implementations={"xla": xla.backward, "pallas": kernels.backward,
+                     "supports": kernels.supports})
 
 
 # ------------------------------------------------------ public function
@@ -163,19 +169,41 @@ def _pair_arg(name: str, x: Any, kind: str, like: Any) -> Any:
     return x
 
 
-def _block_param(name: str, value: Any, default: int) -> int:
+# the dims a mesh may shard (primitives/_sharding): batch and heads
+_QKV_LABELS = ("batch", None, "heads", None)
+_PAIR_LABELS = ("batch", "heads", None, None)
+_LABELS = (_QKV_LABELS,) * 3 + (_PAIR_LABELS,) * 2
+_OUT_LABELS = (_QKV_LABELS, ("batch", "heads", None))
+
+
+def _block_param(name: str, value: Any) -> int | None:
     if value is None:
-        return default
+        return None
     value = int_param(_OP, name, value)
     if value < 1:
         raise ValueError(f"{op_name(_OP)}: {name} must be >= 1, got {value}")
     return value
 
 
+def _blocks(block_q: Any, block_k: Any, block_sizes: Any) -> BlockSizes:
+    """The ``BlockSizes`` of a call: ``block_sizes``, or one of ``block_q`` / ``block_k``."""
+    if block_sizes is None:
+        return BlockSizes(block_q=_block_param("block_q", block_q),
+                          block_k=_block_param("block_k", block_k))
+    if not isinstance(block_sizes, BlockSizes):
+        raise TypeError(f"{op_name(_OP)}: block_sizes must be a "
+                        f"gradrules.pallas.attention.BlockSizes, got {block_sizes!r}")
+    if block_q is not None or block_k is not None:
+        raise ValueError(f"{op_name(_OP)}: give block_sizes or block_q / block_k, not both")
+    for name, value in vars(block_sizes).items():
+        _block_param(name, value)
+    return block_sizes
+
+
 def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
               scale: float | None = None, mask: ArrayLike | None = None,
               bias: ArrayLike | None = None, block_q: int | None = None,
-              block_k: int | None = None) -> Array:
+              block_k: int | None = None, block_sizes: BlockSizes | None = None) -> Array:
     """Scaled dot-product attention, ``[batch, seq, heads, head_dim]`` layout.
 
     ``q [B, Sq, H, D]``, ``k, v [B, Sk, Hkv, D]`` with ``H`` a multiple of
@@ -189,9 +217,14 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
     A row whose keys are all masked gives ``out_i = 0``, with zero (finite)
     derivatives. ``mask`` (bool, True = attend) and ``bias`` broadcast to
     ``[B, H, Sq, Sk]``. ``block_q`` / ``block_k`` set the block sizes of the
-    blockwise CPU lowering (default ``DEFAULT_BLOCKS``), bound as
-    ``implementation=implementation(BlockSizes(block_q,
-    block_k))``; they never change the result.
+    blockwise XLA lowering (default 256 and 512) and of the Pallas kernels
+    (default: by head_dim, ``pallas.attention.FORWARD`` / ``BACKWARD``),
+    bound as ``implementation=implementation(BlockSizes(block_q, block_k))``;
+    they never change the result. ``block_sizes``, a
+    ``pallas.attention.BlockSizes``, sets them all (the backward kernels'
+    and the Triton launch too) instead. On a mesh the primitive is bound inside
+    ``jax.shard_map`` over the axes of the batch and heads
+    (``primitives/_sharding``), so the kernels stay sharded.
 
     Derivatives: with ``ds_ij = scale (tq_i . k_j + q_i . tk_j) + tbias_ij``
     the tangent is ``t_out_i = sum_j p_ij (ds_ij (v_j - out_i) + tv_j)``
@@ -216,10 +249,10 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
     mask = np.ones((1, 1, 1, 1), bool) if mask is None else _pair_arg("mask", mask, "bool", q)
     bias = (np.zeros((1, 1, 1, 1), jnp.result_type(q)) if bias is None
             else _pair_arg("bias", bias, "float", q))
-    blocks = BlockSizes(block_q=_block_param("block_q", block_q, DEFAULT_BLOCKS.block_q),
-                        block_k=_block_param("block_k", block_k, DEFAULT_BLOCKS.block_k))
-    out, _ = attention_p.bind(q, k, v, mask, bias, causal=causal, scale=scale,
-                              implementation=implementation(blocks))
+    blocks = _blocks(block_q, block_k, block_sizes)
+    params = dict(causal=causal, scale=scale, implementation=implementation(blocks))
+    out, _ = shard_map_bind(partial(attention_p.bind, **params), (q, k, v, mask, bias),
+                            _LABELS, _OUT_LABELS)
     return out
 
 

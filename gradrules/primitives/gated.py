@@ -26,10 +26,11 @@ from .._jax import ShapedArray, aval_of
 from ..core.args import bool_param, choice_param, float_array, number_param
 from ..core.kernels import Implementation, implementation
 from ..core.meta import check_dtype, op_name
+from ..core.numerics import acc_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._compose import cast
-from ._fused import acc_dtype, matching_meta, upcast
+from ._fused import matching_meta, upcast
 from .activation import clamp, gelu, sigmoid, silu_slope
 from .arithmetic import add, multiply
 from .compare import le, where

@@ -37,11 +37,12 @@ from .._jax import ShapedArray, aval_of
 from ..core.args import as_array, choice_param, float_array, int_param, number_param
 from ..core.kernels import implementation
 from ..core.meta import check_dtype, op_name
+from ..core.numerics import acc_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from . import _loss_xla as xla
 from ._compose import cast
-from ._fused import acc_dtype, check_like
+from ._fused import check_like
 from .arithmetic import add, divide, multiply, subtract
 from .compare import eq, ge, lt, ne, where
 from .convert import convert_element_type, promote

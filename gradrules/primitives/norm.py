@@ -2,23 +2,22 @@
 (fused: forward, tangent map and backward primitives each), group_norm (NCHW)
 and batch_norm (training and inference).
 
-All of them accumulate in float32 for 16-bit input (``_fused.acc_dtype``) and
-return the input's dtype; their statistics (mean, inverse rms / std) are kept
-in the accumulation dtype. ``eps`` must be > 0, which keeps an all-zero input
-finite in value and in every derivative (the inverse rms is ``eps**-0.5``).
+All of them accumulate in float32 for 16-bit input (``acc_dtype``) and return
+the input's dtype; their statistics (mean, inverse rms / std) are kept in the
+accumulation dtype. ``eps`` must be > 0, which keeps an all-zero input finite
+in value and in every derivative (the inverse rms is ``eps**-0.5``).
 
 At the primitive level the affine operands (weight, gamma, bias) may have any
-shape that broadcasts against x with the normalised axis last (batching uses
-that); the public functions take the usual one-per-channel vectors.
+shape that broadcasts against x with the normalised axis last (for batching);
+the public functions take the usual one-per-channel vectors.
 
 The tangent maps and backwards of rms_norm and layer_norm are written once,
 in gradrules ops (``rms_norm_tangent``, ``rms_norm_cotangent``,
 ``layer_norm_tangent``, ``layer_norm_cotangent``): that composition is their
 XLA lowering and the function their JVP rules differentiate; so are the
 tangents of the statistics the forwards' JVPs give (``row_stat_tangents``).
-group_norm and batch_norm are lowered from the compositions their JVPs
-differentiate (``group_norm_composition``, ``batch_norm_composition``); the
-forwards of rms_norm and layer_norm from plain jax.numpy.
+group_norm and batch_norm are lowered from ``group_norm_composition`` and
+``batch_norm_composition``, which their JVPs differentiate.
 """
 
 from __future__ import annotations
@@ -35,10 +34,11 @@ from .._jax import ShapedArray, aval_of
 from ..core.args import bool_param, choice_param, eps_param, float_array, int_param, number_param
 from ..core.kernels import implementation
 from ..core.meta import broadcast_shapes, check_dtype, op_name
+from ..core.numerics import acc_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._compose import cast, unbroadcast
-from ._fused import acc_dtype, check_like, upcast
+from ._fused import check_like, upcast
 from .arithmetic import add, multiply, subtract
 from .convert import promote
 from .reduction import mean as gr_mean

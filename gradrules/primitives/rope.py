@@ -20,9 +20,9 @@ from .._jax import ShapedArray
 from ..core.args import as_array, float_array, int_param, number_param
 from ..core.kernels import Implementation, implementation
 from ..core.meta import check_dtype, op_name
+from ..core.numerics import acc_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from ._fused import acc_dtype
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike

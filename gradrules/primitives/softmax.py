@@ -25,10 +25,11 @@ from .._jax import aval_of
 from ..core.args import float_array
 from ..core.kernels import implementation
 from ..core.meta import normalize_axis
+from ..core.numerics import acc_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._compose import cast
-from ._fused import acc_dtype, log_sum_exp, matching_meta, upcast
+from ._fused import log_sum_exp, matching_meta, upcast
 from .arithmetic import multiply, subtract
 from .reduction import sum as gr_sum
 from .unary import exp

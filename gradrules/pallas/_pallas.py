@@ -1,0 +1,64 @@
+"""The one module that imports Pallas (as ``_jax.py`` is the one that
+imports JAX internals): what the kernels use, on JAX 0.10.2 and 0.11.2.
+
+Every kernel goes through ``triton_call``, which selects Pallas's Triton
+backend explicitly with its ``CompilerParams``: on JAX 0.10.x a bare
+``pallas_call`` on the GPU goes to Mosaic GPU, on 0.11.2 to Triton.
+Products use ``dot`` (``jnp.dot`` with float32 accumulation; ``pl.dot`` is
+gone in 0.11), loads and stores the masked ``load`` / ``store`` of the
+Triton backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as plt
+
+Array = jax.Array
+BlockSpec = pl.BlockSpec
+ds = pl.ds
+program_id = pl.program_id
+load = plt.load
+store = plt.store
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= ``n`` (1 for ``n <= 1``)."""
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+def is_power_of_2(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def dot(a: Array, b: Array, *, trans_b: bool = False) -> Array:
+    """``a @ b`` (or ``a @ b.T``) accumulated in float32, on tensor cores for
+    16-bit operands."""
+    return jnp.dot(a, b.T if trans_b else b, preferred_element_type=jnp.float32)
+
+
+def triton_call(kernel: Callable[..., None], *, name: str, grid: tuple[int, ...],
+                in_specs: Sequence[BlockSpec], out_specs: Sequence[BlockSpec],
+                out_shape: Sequence[jax.ShapeDtypeStruct], num_warps: int, num_stages: int,
+                interpret: bool) -> Callable[..., Any]:
+    """``pallas_call`` on the Triton backend (or the Pallas interpreter),
+    traced with 64-bit types off: the kernels index in int32, and Python ints
+    would otherwise become int64 beside the int32 program ids. Inside
+    ``shard_map`` the results vary over the manual axes the operands vary
+    over (which the primitive's bind made the same for all of them)."""
+    def run(*args: Any) -> Any:
+        mat = getattr(jax.typeof(args[0]), "manual_axis_type", None)
+        shapes = [jax.ShapeDtypeStruct(s.shape, s.dtype, manual_axis_type=mat)
+                  for s in out_shape] if mat is not None and mat.varying else list(out_shape)
+        call = pl.pallas_call(
+            kernel, name=name, grid=grid, in_specs=list(in_specs), out_specs=list(out_specs),
+            out_shape=shapes, interpret=interpret,
+            compiler_params=plt.CompilerParams(num_warps=num_warps, num_stages=num_stages))
+        with jax.enable_x64(False):
+            return call(*args)
+    return run
