@@ -2,6 +2,9 @@
 
 import jax
 import numpy as np
+import pytest
+
+from gradrules.primitives import reduction as red
 
 
 def vjp_of(fn, x, w=None):
@@ -10,6 +13,21 @@ def vjp_of(fn, x, w=None):
     out, pullback = jax.vjp(fn, x)
     w = np.arange(1.0, 1.0 + np.size(out)).reshape(np.shape(out)) if w is None else w
     return pullback(w)[0], w
+
+
+def grad_of(fn, *args, argnums=0):
+    """Gradient of sum(w * fn(...)) for a fixed weight w."""
+    out = fn(*args)
+    w = np.arange(1.0, 1.0 + np.size(out)).reshape(np.shape(out))
+    return jax.grad(lambda *a: red.sum(fn(*a) * w), argnums=argnums)(*args), w
+
+
+def check_index_dtype_rejected(op, fn, arg, dtype, shape):
+    """fn(index), for an index array of ``shape`` and the float or bool
+    ``dtype``, raises gradrules.<op>'s TypeError naming the argument ``arg``."""
+    with pytest.raises(TypeError, match=rf"gradrules.{op}: argument {arg} must have an "
+                                        r"integer dtype"):
+        fn(np.zeros(shape, dtype))
 
 
 def count_bound(fn, *args, name):

@@ -251,8 +251,10 @@ def rule_functions(rule: Any) -> list[Callable[..., Any]]:
 def source_location(fn: Callable[..., Any]) -> str:
     """``path:line`` of a function's ``def`` (path relative to the checkout),
     or the qualified name of a function from outside gradrules
-    (``jax.numpy.exp``)."""
+    (``jax.numpy.exp``); a ``functools.partial`` is located by its function."""
     fn = inspect.unwrap(fn)                          # a jitted function: the one it wraps
+    while isinstance(fn, partial):                   # partial(_arg_reference, jnp.argmax)
+        fn = inspect.unwrap(fn.func)
     code = getattr(fn, "__code__", None)
     if code is not None and os.path.abspath(code.co_filename).startswith(_PACKAGE):
         return f"{os.path.relpath(code.co_filename, _ROOT)}:{code.co_firstlineno}"

@@ -19,6 +19,7 @@ cross-entropy, attention and logsumexp.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -36,18 +37,23 @@ Array = jax.Array
 # ------------------------------------------------------------ infer_meta
 def matching_meta(op: str, names: tuple[str, ...]) -> Callable[..., ShapedArray]:
     """infer_meta of a map of operands of one float dtype and one shape (the
-    output's); an ``axis`` param must fit that shape."""
-    def infer_meta(*avals: Any, **params: Any) -> ShapedArray:
-        first = avals[0]
-        for n, a in zip(names, avals):
-            check_dtype(op, n, a.dtype, "float")
-            if a.dtype != first.dtype or a.shape != first.shape:
-                raise ValueError(f"{op_name(op)}: {n} ({a.dtype}{list(a.shape)}) must match "
-                                 f"{names[0]} ({first.dtype}{list(first.shape)})")
-        if "axis" in params:
-            normalize_axis(op, params["axis"], len(first.shape))
-        return ShapedArray(first.shape, first.dtype)
-    return infer_meta
+    output's); an ``axis`` param must fit that shape (``matching_infer_meta``
+    with the op's name and its operands' names bound)."""
+    return partial(matching_infer_meta, op, names)
+
+
+def matching_infer_meta(op: str, names: tuple[str, ...], *avals: Any, **params: Any
+                        ) -> ShapedArray:
+    """The operands ``names`` share the first one's float dtype and shape, the result's."""
+    first = avals[0]
+    for n, a in zip(names, avals):
+        check_dtype(op, n, a.dtype, "float")
+        if a.dtype != first.dtype or a.shape != first.shape:
+            raise ValueError(f"{op_name(op)}: {n} ({a.dtype}{list(a.shape)}) must match "
+                             f"{names[0]} ({first.dtype}{list(first.shape)})")
+    if "axis" in params:
+        normalize_axis(op, params["axis"], len(first.shape))
+    return ShapedArray(first.shape, first.dtype)
 
 
 def check_like(op: str, name: str, aval: Any, shape: tuple[int, ...], dtype: Any) -> None:

@@ -9,6 +9,8 @@ also take Paddle's ``axis`` argument, and so do their jax.numpy references.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -30,63 +32,52 @@ FAMILY = "arithmetic"
 XY = ("x", "y")
 
 
-def _paddle_y(x: ArrayLike, y: ArrayLike, axis: int) -> Array:
-    """``y`` reshaped for Paddle's ``axis`` argument (for the jax.numpy
-    references; -1: unchanged, numpy broadcasting)."""
-    return jnp.reshape(y, paddle_axis_shape("reference", np.shape(x), np.shape(y), axis))
+def _paddle_reference(fn: Callable[..., Array], x: ArrayLike, y: ArrayLike, *,
+                      axis: int = -1) -> Array:
+    """The jax.numpy reference ``fn(x, y)`` with Paddle's ``axis`` argument:
+    ``y`` reshaped for it first (-1: unchanged, numpy broadcasting)."""
+    return fn(x, jnp.reshape(y, paddle_axis_shape("reference", np.shape(x), np.shape(y), axis)))
 
 
 # ----------------------------------------------------------------------- add
-def _add_reference(x: ArrayLike, y: ArrayLike, *, axis: int = -1) -> Array:
-    return jnp.add(x, _paddle_y(x, y, axis))
-
-
 add_p, add = define_elementwise("add", jnp.add, """x + y, numpy broadcasting.
 
 Linear in (x, y): the tangent is t_x + t_y and the transpose sends the
 cotangent to both operands, summed over the axes each was broadcast along.
 ``axis`` is Paddle's broadcasting argument (-1: numpy rules).""",
                                 family=FAMILY, kind="numeric", operands=XY, paddle_axis=True,
-                                reference=_add_reference, linear=(XY,), order=3)
+                                reference=partial(_paddle_reference, jnp.add), linear=(XY,),
+                                order=3)
 
 
 # ------------------------------------------------------------------ subtract
-def _subtract_reference(x: ArrayLike, y: ArrayLike, *, axis: int = -1) -> Array:
-    return jnp.subtract(x, _paddle_y(x, y, axis))
-
-
 subtract_p, subtract = define_elementwise("subtract", jnp.subtract, """x - y.
 
 Linear in (x, y): tangent t_x - t_y; transpose (ct, -ct), unbroadcast.""",
                                           family=FAMILY, kind="numeric", operands=XY,
-                                          paddle_axis=True, reference=_subtract_reference,
+                                          paddle_axis=True,
+                                          reference=partial(_paddle_reference, jnp.subtract),
                                           linear=(XY,), order=3)
 
 
 # ------------------------------------------------------------------ multiply
-def _multiply_reference(x: ArrayLike, y: ArrayLike, *, axis: int = -1) -> Array:
-    return jnp.multiply(x, _paddle_y(x, y, axis))
-
-
 multiply_p, multiply = define_elementwise("multiply", jnp.multiply, """x * y.
 
 Bilinear: tangent t_x * y + x * t_y; the transpose for x is ct * y (and for y,
 x * ct), summed over broadcast axes.""",
                                           family=FAMILY, kind="numeric", operands=XY,
-                                          paddle_axis=True, reference=_multiply_reference,
+                                          paddle_axis=True,
+                                          reference=partial(_paddle_reference, jnp.multiply),
                                           linear=(("x",), ("y",)), order=3)
 
 
 # -------------------------------------------------------------------- divide
-def _divide_reference(x: ArrayLike, y: ArrayLike, *, axis: int = -1) -> Array:
-    return jnp.divide(x, _paddle_y(x, y, axis))
-
-
 divide_p, divide = define_elementwise("divide", jnp.divide, """x / y (true division).
 
 Linear in x: d/dx = 1 / y, transpose ct / y. d/dy = -x / y**2 = -out / y.""",
                                       family=FAMILY, kind="float", operands=XY,
-                                      paddle_axis=True, reference=_divide_reference,
+                                      paddle_axis=True,
+                                      reference=partial(_paddle_reference, jnp.divide),
                                       linear=(("x",),), order=3)
 
 

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.args import int_pair, int_param
+from ..core.args import choice_param, int_pair, int_param
 from ..core.meta import check_dtype, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -115,9 +115,7 @@ def _conv_args(op: str, x: Any, w: Any, stride: Any, dilation: Any, groups: Any,
                data_format: Any) -> tuple[Any, Any, tuple[int, int], tuple[int, int], int,
                                           tuple[int, int]]:
     """Validated (x, w, stride, dilation, groups, (H, W)) of a 2-D convolution."""
-    if data_format not in DATA_FORMATS:
-        raise ValueError(f"{op_name(op)}: data_format must be one of {DATA_FORMATS}, got "
-                         f"{data_format!r}")
+    choice_param(op, "data_format", data_format, DATA_FORMATS)
     x, w = promote(op, {"x": x, "w": w}, "float")
     if np.ndim(x) != 4 or np.ndim(w) != 4:
         raise ValueError(f"{op_name(op)}: x must be a 4-D {data_format} image and w a 4-D "

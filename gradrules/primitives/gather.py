@@ -306,7 +306,7 @@ def embedding(ids: ArrayLike, weight: ArrayLike, *, padding_idx: int | None = No
 
 def _reference_embedding(ids: Array, weight: Array, *, padding_idx: int | None = None
                          ) -> Array:
-    rows = jnp.clip(wrap_index(ids, weight.shape[0]), 0, weight.shape[0] - 1)
+    rows = clip_index(ids, weight.shape[0])
     out = weight[rows]
     if padding_idx is None:
         return out

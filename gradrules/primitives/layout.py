@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.args import as_array, int_tuple
+from ..core.args import as_array, choice_param, int_tuple
 from ..core.meta import check_dtype, normalize_axes, normalize_axis, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -107,8 +107,7 @@ def _pad_infer_meta(x: Any, value: Any, *, widths: tuple[tuple[int, int, int], .
     if len(value.shape) != 0:
         raise ValueError(f"{op_name('pad')}: value must be a scalar, got shape "
                          f"{tuple(value.shape)}")
-    if mode not in PAD_MODES:
-        raise ValueError(f"{op_name('pad')}: mode must be one of {PAD_MODES}, got {mode!r}")
+    choice_param("pad", "mode", mode, PAD_MODES)
     if len(widths) != len(x.shape) or any(min(w) < 0 for w in widths):
         raise ValueError(f"{op_name('pad')}: pad widths {widths} do not fit x with shape "
                          f"{tuple(x.shape)}")
@@ -175,8 +174,7 @@ def pad(x: ArrayLike, pad_width: Any, *, mode: str = "constant",
     back onto the elements they copy.
     """
     x = data_arg("pad", "x", x)
-    if mode not in PAD_MODES:
-        raise ValueError(f"{op_name('pad')}: mode must be one of {PAD_MODES}, got {mode!r}")
+    choice_param("pad", "mode", mode, PAD_MODES)
     value = as_array("pad", "value", value)
     dtype = jnp.result_type(x)
     if isinstance(value, (bool, int, float, np.generic, np.ndarray)):

@@ -10,6 +10,7 @@ batched by ``rules.reduction.reduction_batch``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -44,26 +45,30 @@ def reduced_size(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
 
 
 def reduction_meta(op: str, kind: str, *, dtype_param: str | None = None,
-                   nonempty: bool = False) -> Any:
-    """infer_meta of a reduction over ``axes`` with ``keepdims``.
+                   nonempty: bool = False) -> Callable[..., ShapedArray]:
+    """infer_meta of a reduction over ``axes`` with ``keepdims``
+    (``reduction_infer_meta`` with these arguments bound).
 
     The result has x's dtype, or the one the param named ``dtype_param`` gives
     (argmax's ``index_dtype``); ``nonempty`` rejects a size-0 reduced axis
     (reductions without an identity: max, min, argmax). Other params of the
     primitive are accepted and ignored.
     """
-    def infer_meta(x: Any, *, axes: tuple[int, ...], keepdims: bool, **params: Any
-                   ) -> ShapedArray:
-        check_dtype(op, "x", x.dtype, kind)
-        normalize_axes(op, axes, len(x.shape))
-        if nonempty and any(x.shape[a] == 0 for a in axes):
-            raise ValueError(f"{op_name(op)}: cannot reduce x with shape {tuple(x.shape)} over "
-                             f"a size-0 axis (axes {axes}): the reduction has no identity")
-        dtype = None if dtype_param is None else params[dtype_param]
-        return ShapedArray(reduced_shape(x.shape, axes, keepdims),
-                           x.dtype if dtype is None else np.dtype(dtype),
-                           weak_type=x.weak_type and dtype is None)
-    return infer_meta
+    return partial(reduction_infer_meta, op, kind, dtype_param, nonempty)
+
+
+def reduction_infer_meta(op: str, kind: str, dtype_param: str | None, nonempty: bool, x: Any, *,
+                         axes: tuple[int, ...], keepdims: bool, **params: Any) -> ShapedArray:
+    """x of dtype class ``kind`` reduced over ``axes`` (see ``reduction_meta``)."""
+    check_dtype(op, "x", x.dtype, kind)
+    normalize_axes(op, axes, len(x.shape))
+    if nonempty and any(x.shape[a] == 0 for a in axes):
+        raise ValueError(f"{op_name(op)}: cannot reduce x with shape {tuple(x.shape)} over "
+                         f"a size-0 axis (axes {axes}): the reduction has no identity")
+    dtype = None if dtype_param is None else params[dtype_param]
+    return ShapedArray(reduced_shape(x.shape, axes, keepdims),
+                       x.dtype if dtype is None else np.dtype(dtype),
+                       weak_type=x.weak_type and dtype is None)
 
 
 def reduction_args(op: str, x: Any, axis: Axis, keepdims: bool, kind: str) -> tuple[Any, dict]:
@@ -184,15 +189,17 @@ def correction_param(op: str, correction: Any) -> float:
     return number_param(op, "correction", correction, lo=0.0)
 
 
-def _moment_meta(op: str, outputs: int) -> Any:
-    """infer_meta of a moment (``outputs`` results of the reduced shape)."""
-    meta = reduction_meta(op, "float")
+def _moment_meta(op: str, outputs: int) -> Callable[..., Any]:
+    """infer_meta of a moment (``_moment_infer_meta`` with the op's name and
+    number of results bound)."""
+    return partial(_moment_infer_meta, op, outputs)
 
-    def infer_meta(x: Any, *, axes: tuple[int, ...], correction: float, keepdims: bool
-                   ) -> Any:
-        out = meta(x, axes=axes, keepdims=keepdims)
-        return out if outputs == 1 else (out,) * outputs
-    return infer_meta
+
+def _moment_infer_meta(op: str, outputs: int, x: Any, *, axes: tuple[int, ...],
+                       correction: float, keepdims: bool) -> Any:
+    """``outputs`` results of the reduced shape (a float reduction's)."""
+    out = reduction_infer_meta(op, "float", None, False, x, axes=axes, keepdims=keepdims)
+    return out if outputs == 1 else (out,) * outputs
 
 
 def _moment_args(op: str, x: Any, axis: Axis, correction: Any, keepdims: bool

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray
-from ..core.args import bool_param, int_pair, int_param
+from ..core.args import bool_param, choice_param, int_pair, int_param
 from ..core.meta import check_dtype, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -76,8 +76,7 @@ upsample2d_p = separable_primitive("upsample2d", family=FAMILY,
 
 def _upsample_params(op: str, shape: tuple[int, ...], size: Any, scale_factor: Any,
                      method: Any, align_corners: Any) -> dict[str, Any]:
-    if method not in METHODS:
-        raise ValueError(f"{op_name(op)}: method must be one of {METHODS}, got {method!r}")
+    choice_param(op, "method", method, METHODS)
     align_corners = bool_param(op, "align_corners", align_corners)
     if align_corners and method == "nearest":
         raise ValueError(f"{op_name(op)}: align_corners=True needs method='bilinear'")

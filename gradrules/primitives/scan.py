@@ -9,6 +9,8 @@ its operand; ``rules.scan.axis_batch`` batches them all.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._jax import ShapedArray
+from .._jax import Primitive, ShapedArray
 from ..core.meta import check_dtype, normalize_axis, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -49,12 +51,32 @@ def axis_args(op: str, x: Any, axis: Any, kind: str, arg: str = "x", **flags: An
     return x, normalize_axis(op, axis, np.ndim(x))
 
 
-def _scan_meta(op: str, kind: str) -> Any:
-    def infer_meta(x: Any, *, axis: int, reverse: bool, **params: Any) -> ShapedArray:
-        check_dtype(op, "x", x.dtype, kind)
-        check_axis_meta(op, x.shape, axis)
-        return ShapedArray(x.shape, x.dtype, weak_type=x.weak_type)
-    return infer_meta
+def _scan_meta(op: str, kind: str) -> Callable[..., ShapedArray]:
+    """infer_meta of a scan (``_scan_infer_meta`` with the op's name and dtype
+    class bound)."""
+    return partial(_scan_infer_meta, op, kind)
+
+
+def _scan_infer_meta(op: str, kind: str, x: Any, *, axis: int, reverse: bool, **params: Any
+                     ) -> ShapedArray:
+    """x of dtype class ``kind`` with an ``axis``; the result is shaped like x."""
+    check_dtype(op, "x", x.dtype, kind)
+    check_axis_meta(op, x.shape, axis)
+    return ShapedArray(x.shape, x.dtype, weak_type=x.weak_type)
+
+
+def _scan_call(prim: Primitive, x: ArrayLike, axis: int, reverse: bool) -> Array:
+    """Validate a call of the scan ``prim`` (numeric x, an axis, the bool
+    ``reverse``) and bind it."""
+    x, axis = axis_args(prim.name, x, axis, "numeric", reverse=reverse)
+    return prim.bind(x, axis=axis, reverse=reverse)
+
+
+def _scan_reference(fn: Callable[..., Array], x: ArrayLike, *, axis: int,
+                    reverse: bool = False) -> Array:
+    """The reference: ``fn`` (lax.cumsum or lax.cummax) itself, on a
+    non-negative axis."""
+    return fn(jnp.asarray(x), axis % np.ndim(x), reverse)
 
 
 def _shift_in(y: Array, axis: int, reverse: bool, fill: Any) -> Array:
@@ -81,16 +103,12 @@ def cumsum(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
     Linear: tangent cumsum(t); the transpose is the cumsum in the other
     direction, cumsum(ct, reverse=not reverse).
     """
-    x, axis = axis_args("cumsum", x, axis, "numeric", reverse=reverse)
-    return cumsum_p.bind(x, axis=axis, reverse=reverse)
-
-
-def _cumsum_reference(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
-    return lax.cumsum(jnp.asarray(x), axis % np.ndim(x), reverse)
+    return _scan_call(cumsum_p, x, axis, reverse)
 
 
 register_op(OpDef(name="cumsum", family=FAMILY, fn=cumsum, primitives=(cumsum_p,),
-                  reference=_cumsum_reference, operands=("x",), linear=(("x",),)))
+                  reference=partial(_scan_reference, lax.cumsum), operands=("x",),
+                  linear=(("x",),)))
 
 
 # ---------------------------------------------------------------- cumprod
@@ -148,16 +166,11 @@ def cummax(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
     position (in scan order) whose value equals out_i: ties route the whole
     gradient to the latest of the tied elements, as torch.cummax's indices.
     """
-    x, axis = axis_args("cummax", x, axis, "numeric", reverse=reverse)
-    return cummax_p.bind(x, axis=axis, reverse=reverse)
-
-
-def _cummax_reference(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
-    return lax.cummax(jnp.asarray(x), axis % np.ndim(x), reverse)
+    return _scan_call(cummax_p, x, axis, reverse)
 
 
 register_op(OpDef(name="cummax", family=FAMILY, fn=cummax, primitives=(cummax_p,),
-                  reference=_cummax_reference, operands=("x",)))
+                  reference=partial(_scan_reference, lax.cummax), operands=("x",)))
 
 
 # ------------------------------------------------------ linear_recurrence

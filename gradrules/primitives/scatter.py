@@ -25,7 +25,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.args import int_param, int_tuple
+from ..core.args import choice_param, int_param, int_tuple
 from ..core.meta import broadcast_shapes, check_dtype, normalize_axis, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -70,7 +70,7 @@ def dense_scatter(index: Array, src: Array, axis: int, n: int, fill: Any = 0.0) 
     trailing axis over the entries of ``index`` along ``axis``: the src values
     that land at each target, ``fill`` elsewhere."""
     axis = axis % np.ndim(index)
-    hit = jnp.clip(wrap_index(index, n), 0, n - 1)[..., None] == jnp.arange(n)
+    hit = clip_index(index, n)[..., None] == jnp.arange(n)
     vals = jnp.where(hit, jnp.asarray(src)[..., None], fill)
     return jnp.moveaxis(vals, (axis, -1), (-1, axis))
 
@@ -218,9 +218,7 @@ def scatter_reduce(x: ArrayLike, index: ArrayLike, src: ArrayLike, *, axis: int,
     prod's first and second derivatives are exact with zeros among the
     factors (the partial of a factor is the product of the others).
     """
-    if reduce not in SCATTER_REDUCE:
-        raise ValueError(f"{op_name('scatter_reduce')}: reduce must be one of "
-                         f"{SCATTER_REDUCE}, got {reduce!r}")
+    choice_param("scatter_reduce", "reduce", reduce, SCATTER_REDUCE)
     x, index, src, axis = scatter_args("scatter_reduce", x, index, src, axis)
     return scatter_reduce_p.bind(x, index, src, axis=axis, reduce=reduce)
 

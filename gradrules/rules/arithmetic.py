@@ -29,7 +29,8 @@ from ..primitives.rounding import floor, trunc
 from ..primitives.shape import moveaxis
 from ..primitives.unary import log, neg, square
 from ._common import (add_tangents, broadcast_like, broadcasting_batch, chain_rule,
-                      elementwise_rules, linear_jvp, unary_batch)
+                      elementwise_rules, linear_map_rules, unary_batch)
+from ._fused import transpose_to
 
 
 # add (and residual_add, subtract) ----------------------------------------------
@@ -221,17 +222,13 @@ register_rules(bias_add_p, linear=("x", "bias"), jvp=_bias_add_jvp, transpose=_b
 
 
 # scale (and div_scale) -------------------------------------------------------
-def _scale_transpose(prim: Primitive, ct: Cotangent, x: MaybeUndefined, *,
-                     scale: float) -> list[Any]:
-    """The same map again: x * s and x / s are self-adjoint."""
-    return [prim.bind(ct, scale=scale)]
-
-
-register_rules(scale_p, linear=("x",), jvp=partial(linear_jvp, scale_p),
-               transpose=partial(_scale_transpose, scale_p), batch=partial(unary_batch, scale_p))
+# The same map again: x * s and x / s are self-adjoint.
+register_rules(scale_p, linear=("x",),
+               **linear_map_rules(scale_p, partial(transpose_to, scale_p, scale_p),
+                                  batch=partial(unary_batch, scale_p)))
 
 
 # div_scale -----------------------------------------------------------------
-register_rules(div_scale_p, linear=("x",), jvp=partial(linear_jvp, div_scale_p),
-               transpose=partial(_scale_transpose, div_scale_p),
-               batch=partial(unary_batch, div_scale_p))
+register_rules(div_scale_p, linear=("x",),
+               **linear_map_rules(div_scale_p, partial(transpose_to, div_scale_p, div_scale_p),
+                                  batch=partial(unary_batch, div_scale_p)))

@@ -14,7 +14,8 @@ from .._jax import Cotangent, JvpResult, MaybeUndefined, Tangent
 from ..core.meta import is_float
 from ..core.primitive import register_rules
 from ..primitives.convert import convert_element_type_p, copy_p
-from ._common import linear_jvp, unary_batch
+from ._common import linear_map_rules, unary_batch
+from ._fused import transpose_to
 
 
 # convert_element_type ------------------------------------------------------
@@ -41,10 +42,7 @@ register_rules(convert_element_type_p, linear=("x",), jvp=_convert_element_type_
 
 
 # copy ----------------------------------------------------------------------
-def _copy_transpose(ct: Cotangent, x: MaybeUndefined) -> list[Any]:
-    """The identity's transpose is the identity."""
-    return [copy_p.bind(ct)]
-
-
-register_rules(copy_p, linear=("x",), jvp=partial(linear_jvp, copy_p), transpose=_copy_transpose,
-               batch=partial(unary_batch, copy_p))
+# The identity's transpose is the identity.
+register_rules(copy_p, linear=("x",),
+               **linear_map_rules(copy_p, partial(transpose_to, copy_p, copy_p),
+                                  batch=partial(unary_batch, copy_p)))

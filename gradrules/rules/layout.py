@@ -25,26 +25,19 @@ from ..primitives.scatter import scatter_add_p
 from ..primitives.shape import broadcast_in_dim_p, moveaxis, reshape_p
 from ..primitives.slicing import slice_p, split_p
 from ._common import bdim_to_front, batch_size, linear_jvp, shifted_front_batch
+from ._fused import transpose_to
 
 
 # ------------------------------------------------------------ shared pieces
-def _dtype(x: Any) -> Any:
-    return aval_of(x).dtype
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(aval_of(x).shape)
-
-
 def pad_axis(x: Any, axis: int, lo: int, hi: int) -> Any:
     """x with ``lo`` and ``hi`` zeros before and after it along ``axis``."""
-    widths = tuple((lo, hi, 0) if d == axis else (0, 0, 0) for d in range(len(_shape(x))))
-    return pad_p.bind(x, zeros((), _dtype(x)), widths=widths, mode="constant")
+    widths = tuple((lo, hi, 0) if d == axis else (0, 0, 0) for d in range(len(aval_of(x).shape)))
+    return pad_p.bind(x, zeros((), aval_of(x).dtype), widths=widths, mode="constant")
 
 
 # ------------------------------------------------------------- concatenate
 def _concatenate_transpose(ct: Cotangent, *xs: MaybeUndefined, axis: int) -> list[Any]:
-    sizes = tuple(_shape(x)[axis] for x in xs)
+    sizes = tuple(aval_of(x).shape[axis] for x in xs)
     pieces = split_p.bind(ct, sizes=sizes, axis=axis)
     return [p if is_undefined_primal(x) else None for p, x in zip(pieces, xs)]
 
@@ -57,7 +50,7 @@ register_rules(concatenate_p, linear=("arrays",), jvp=partial(linear_jvp, concat
 # --------------------------------------------------------------------- pad
 def slice_axis(x: Any, axis: int, lo: int, hi: int) -> Any:
     """``x[..., lo:hi, ...]`` at ``axis``."""
-    shape = _shape(x)
+    shape = aval_of(x).shape
     start = tuple(lo if d == axis else 0 for d in range(len(shape)))
     limit = tuple(hi if d == axis else n for d, n in enumerate(shape))
     return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=(1,) * len(shape))
@@ -88,7 +81,7 @@ def _fold_border(ct: Any, axis: int, lo: int, hi: int, n: int, mode: str) -> Any
 
 def _pad_transpose(ct: Cotangent, x: MaybeUndefined, value: MaybeUndefined, *,
                    widths: tuple[tuple[int, int, int], ...], mode: str) -> list[Any]:
-    shape = _shape(x)
+    shape = aval_of(x).shape
     if mode != "constant":
         for axis in reversed(range(len(shape))):
             lo, hi, _ = widths[axis]
@@ -118,13 +111,13 @@ def padding_mask(shape: Sequence[int], widths: Sequence[tuple[int, int, int]]) -
 def _pad_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
                widths: tuple[tuple[int, int, int], ...], mode: str) -> BatchResult:
     (x, value), (dx, dv) = args, dims
-    zero = zeros((), _dtype(x))
+    zero = zeros((), aval_of(x).dtype)
     if dv is None or mode != "constant":   # value unbatched, or unused
         if dx is None:
             return pad_p.bind(x, zero, widths=widths, mode=mode), None
         return pad_p.bind(moveaxis(x, dx, 0), value if dv is None else zero,
                           widths=((0, 0, 0),) + widths, mode=mode), 0
-    unbatched = _shape(x) if dx is None else tuple(np.delete(_shape(x), dx))
+    unbatched = aval_of(x).shape if dx is None else tuple(np.delete(aval_of(x).shape, dx))
     size = batch_size(args, dims)
     padded = pad_p.bind(bdim_to_front(x, dx, size), zero, widths=((0, 0, 0),) + widths,
                         mode=mode)
@@ -139,7 +132,7 @@ register_rules(pad_p, linear=("x", "value"),
 
 # -------------------------------------------------------------------- tile
 def _tile_transpose(ct: Cotangent, x: MaybeUndefined, *, reps: tuple[int, ...]) -> list[Any]:
-    shape = _shape(x)
+    shape = aval_of(x).shape
     split = tuple(v for r, n in zip(reps, shape) for v in (r, n))
     ct = reshape_p.bind(ct, new_sizes=split)
     return [sum_p.bind(ct, axes=tuple(range(0, len(split), 2)), keepdims=False)]
@@ -157,13 +150,13 @@ register_rules(tile_p, linear=("x",), jvp=partial(linear_jvp, tile_p), transpose
 # ------------------------------------------------------------------ repeat
 def _repeat_transpose(ct: Cotangent, x: MaybeUndefined, *, repeats: int | tuple[int, ...],
                       axis: int) -> list[Any]:
-    shape = _shape(x)
+    shape = aval_of(x).shape
     if isinstance(repeats, int):   # copies are adjacent: a reshape and a sum
         ct = reshape_p.bind(ct, new_sizes=shape[:axis + 1] + (repeats,) + shape[axis + 1:])
         return [sum_p.bind(ct, axes=(axis + 1,), keepdims=False)]
     source = np.repeat(np.arange(shape[axis]), repeats)   # element each copy is of
-    index = broadcast_in_dim_p.bind(source, shape=_shape(ct), broadcast_dimensions=(axis,))
-    return [scatter_add_p.bind(zeros(shape, _dtype(ct)), index, ct, axis=axis)]
+    index = broadcast_in_dim_p.bind(source, shape=aval_of(ct).shape, broadcast_dimensions=(axis,))
+    return [scatter_add_p.bind(zeros(shape, aval_of(ct).dtype), index, ct, axis=axis)]
 
 
 register_rules(repeat_p, linear=("x",),
@@ -172,23 +165,19 @@ register_rules(repeat_p, linear=("x",),
 
 
 # -------------------------------------------------------------------- flip
-def _flip_transpose(ct: Cotangent, x: MaybeUndefined, *, axes: tuple[int, ...]) -> list[Any]:
-    return [flip_p.bind(ct, axes=axes)]
-
-
 def _flip_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
                 axes: tuple[int, ...]) -> BatchResult:
     return flip_p.bind(bdim_to_front(args[0], dims[0]), axes=tuple(a + 1 for a in axes)), 0
 
 
-register_rules(flip_p, linear=("x",), jvp=partial(linear_jvp, flip_p), transpose=_flip_transpose,
-               batch=_flip_batch)
+register_rules(flip_p, linear=("x",), jvp=partial(linear_jvp, flip_p),   # its own transpose
+               transpose=partial(transpose_to, flip_p, flip_p), batch=_flip_batch)
 
 
 # ---------------------------------------------- tensor_unfold / tensor_fold
 def _tensor_unfold_transpose(ct: Cotangent, x: MaybeUndefined, *, axis: int, size: int,
                              step: int) -> list[Any]:
-    return [tensor_fold_p.bind(ct, axis=axis, size=size, step=step, length=_shape(x)[axis])]
+    return [tensor_fold_p.bind(ct, axis=axis, size=size, step=step, length=aval_of(x).shape[axis])]
 
 
 register_rules(tensor_unfold_p, linear=("x",), jvp=partial(linear_jvp, tensor_unfold_p),

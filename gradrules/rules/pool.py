@@ -25,7 +25,7 @@ from ..primitives.gather import take_along_axis_p
 from ..primitives.linalg import einsum_p
 from ..primitives.pool import SEPARABLE, adaptive_avg_pool2d_p, avg_pool2d_p, max_pool2d_p
 from ..primitives.shape import reshape_p
-from ._common import front_batch, linear_jvp, selection_jvp
+from ._common import front_batch, linear_map_rules, selection_jvp
 
 
 # separable linear maps -------------------------------------------------------
@@ -45,16 +45,14 @@ def separable_transpose(prim: Primitive, ct: Cotangent, x: MaybeUndefined, **par
 
 
 # avg_pool2d ------------------------------------------------------------------
-register_rules(avg_pool2d_p, linear=("x",), jvp=partial(linear_jvp, avg_pool2d_p),
-               transpose=partial(separable_transpose, avg_pool2d_p),
-               batch=partial(front_batch, avg_pool2d_p))
+register_rules(avg_pool2d_p, linear=("x",),
+               **linear_map_rules(avg_pool2d_p, partial(separable_transpose, avg_pool2d_p)))
 
 
 # adaptive_avg_pool2d ---------------------------------------------------------
 register_rules(adaptive_avg_pool2d_p, linear=("x",),
-               jvp=partial(linear_jvp, adaptive_avg_pool2d_p),
-               transpose=partial(separable_transpose, adaptive_avg_pool2d_p),
-               batch=partial(front_batch, adaptive_avg_pool2d_p))
+               **linear_map_rules(adaptive_avg_pool2d_p,
+                                  partial(separable_transpose, adaptive_avg_pool2d_p)))
 
 
 # max_pool2d ------------------------------------------------------------------

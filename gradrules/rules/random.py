@@ -15,12 +15,11 @@ from functools import partial
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR, ZERO_DERIVATIVE
 from ..primitives.random import dropout_p, exponential_p, normal_p, uniform_p
-from ._common import front_batch, linear_jvp
+from ._common import front_batch, linear_map_rules
 from ._fused import transpose_to
 
-register_rules(dropout_p, linear=("x",), jvp=partial(linear_jvp, dropout_p),
-               transpose=partial(transpose_to, dropout_p, dropout_p),
-               batch=partial(front_batch, dropout_p))
+register_rules(dropout_p, linear=("x",),
+               **linear_map_rules(dropout_p, partial(transpose_to, dropout_p, dropout_p)))
 register_rules(uniform_p, jvp=ZERO_DERIVATIVE, transpose=NOT_LINEAR,
                batch=partial(front_batch, uniform_p))
 register_rules(normal_p, jvp=ZERO_DERIVATIVE, transpose=NOT_LINEAR,

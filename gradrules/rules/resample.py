@@ -26,34 +26,27 @@ from ..primitives.linalg import einsum_p
 from ..primitives.resample import (grid_sample2d_p, grid_sample2d_transpose_p, patchify_p,
                                    pixel_shuffle_p, pixel_unshuffle_p, unpatchify_p,
                                    upsample2d_p)
-from ._common import add_tangents, batch_size, fold_batch, front_batch, linear_jvp, unfold_batch
+from ._common import add_tangents, batch_size, fold_batch, linear_map_rules, unfold_batch
+from ._fused import transpose_to
 from .pool import separable_transpose
 
 # upsample2d ------------------------------------------------------------------
-register_rules(upsample2d_p, linear=("x",), jvp=partial(linear_jvp, upsample2d_p),
-               transpose=partial(separable_transpose, upsample2d_p),
-               batch=partial(front_batch, upsample2d_p))
+register_rules(upsample2d_p, linear=("x",),
+               **linear_map_rules(upsample2d_p, partial(separable_transpose, upsample2d_p)))
 
 
 # permutations: pixel_shuffle / pixel_unshuffle, unpatchify / patchify ----------
-def _inverse_transpose(inverse: Primitive, ct: Cotangent, x: MaybeUndefined, **params: Any
-                       ) -> list[Any]:
-    """The transpose of a permutation: its inverse permutation ``inverse``."""
-    return [inverse.bind(ct, **params)]
-
-
-register_rules(pixel_shuffle_p, linear=("x",), jvp=partial(linear_jvp, pixel_shuffle_p),
-               transpose=partial(_inverse_transpose, pixel_unshuffle_p),
-               batch=partial(front_batch, pixel_shuffle_p))
-register_rules(pixel_unshuffle_p, linear=("x",), jvp=partial(linear_jvp, pixel_unshuffle_p),
-               transpose=partial(_inverse_transpose, pixel_shuffle_p),
-               batch=partial(front_batch, pixel_unshuffle_p))
-register_rules(unpatchify_p, linear=("tokens",), jvp=partial(linear_jvp, unpatchify_p),
-               transpose=partial(_inverse_transpose, patchify_p),
-               batch=partial(front_batch, unpatchify_p))
-register_rules(patchify_p, linear=("x",), jvp=partial(linear_jvp, patchify_p),
-               transpose=partial(_inverse_transpose, unpatchify_p),
-               batch=partial(front_batch, patchify_p))
+# The transpose of a permutation is its inverse permutation.
+register_rules(pixel_shuffle_p, linear=("x",),
+               **linear_map_rules(pixel_shuffle_p,
+                                  partial(transpose_to, pixel_shuffle_p, pixel_unshuffle_p)))
+register_rules(pixel_unshuffle_p, linear=("x",),
+               **linear_map_rules(pixel_unshuffle_p,
+                                  partial(transpose_to, pixel_unshuffle_p, pixel_shuffle_p)))
+register_rules(unpatchify_p, linear=("tokens",),
+               **linear_map_rules(unpatchify_p, partial(transpose_to, unpatchify_p, patchify_p)))
+register_rules(patchify_p, linear=("x",),
+               **linear_map_rules(patchify_p, partial(transpose_to, patchify_p, unpatchify_p)))
 
 
 # grid_sample2d / grid_sample2d_transpose -------------------------------------

@@ -25,22 +25,14 @@ from ._common import bdim_to_front, instantiate, linear_jvp, shifted_front_batch
 from .layout import pad_axis
 
 
-def _dtype(x: Any) -> Any:
-    return aval_of(x).dtype
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(aval_of(x).shape)
-
-
 # ------------------------------------------------------------------- slice
 def _slice_transpose(ct: Cotangent, x: MaybeUndefined, *, start_indices: tuple[int, ...],
                      limit_indices: tuple[int, ...], strides: tuple[int, ...]) -> list[Any]:
     widths = []
-    for lo, m, s, n in zip(start_indices, _shape(ct), strides, _shape(x)):
+    for lo, m, s, n in zip(start_indices, aval_of(ct).shape, strides, aval_of(x).shape):
         real_limit = lo + (m - 1) * s + 1 if m else lo
         widths.append((lo, n - real_limit, s - 1))
-    return [pad_p.bind(ct, zeros((), _dtype(ct)), widths=tuple(widths), mode="constant")]
+    return [pad_p.bind(ct, zeros((), aval_of(ct).dtype), widths=tuple(widths), mode="constant")]
 
 
 def _slice_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
@@ -48,7 +40,7 @@ def _slice_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
                  strides: tuple[int, ...]) -> BatchResult:
     x = bdim_to_front(args[0], dims[0])
     return slice_p.bind(x, start_indices=(0,) + start_indices,
-                        limit_indices=(_shape(x)[0],) + limit_indices,
+                        limit_indices=(aval_of(x).shape[0],) + limit_indices,
                         strides=(1,) + strides), 0
 
 
@@ -60,7 +52,7 @@ register_rules(slice_p, linear=("x",),
 # --------------------------------------------------------- row_slice, select
 def _select_transpose(ct: Cotangent, x: MaybeUndefined, *, axis: int, index: int) -> list[Any]:
     ct = expand_dims_p.bind(ct, axes=(axis,))
-    return [pad_axis(ct, axis, index, _shape(x)[axis] - 1 - index)]
+    return [pad_axis(ct, axis, index, aval_of(x).shape[axis] - 1 - index)]
 
 
 register_rules(row_slice_p, linear=("x",),
@@ -74,7 +66,7 @@ register_rules(select_p, linear=("x",),
 # ------------------------------------------ dynamic_slice / dynamic_update_slice
 def _dynamic_slice_transpose(ct: Cotangent, x: MaybeUndefined, starts: Array, *,
                              slice_sizes: tuple[int, ...], batch_dims: int) -> list[Any]:
-    z = zeros(_shape(x), _dtype(ct))
+    z = zeros(aval_of(x).shape, aval_of(ct).dtype)
     return [dynamic_update_slice_p.bind(z, ct, starts, batch_dims=batch_dims), None]
 
 
@@ -85,10 +77,10 @@ register_rules(dynamic_slice_p, linear=("x",), jvp=partial(linear_jvp, dynamic_s
 
 def _dynamic_update_slice_transpose(ct: Cotangent, x: MaybeUndefined, update: MaybeUndefined,
                                     starts: Array, *, batch_dims: int) -> list[Any]:
-    ushape = _shape(update)
+    ushape = aval_of(update).shape
     ct_x = ct_u = None
     if is_undefined_primal(x):
-        ct_x = dynamic_update_slice_p.bind(ct, zeros(ushape, _dtype(ct)), starts,
+        ct_x = dynamic_update_slice_p.bind(ct, zeros(ushape, aval_of(ct).dtype), starts,
                                            batch_dims=batch_dims)
     if is_undefined_primal(update):
         ct_u = dynamic_slice_p.bind(ct, starts, slice_sizes=ushape[batch_dims:],

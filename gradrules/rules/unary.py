@@ -8,12 +8,12 @@ import math
 from functools import partial
 from typing import Any
 
-from .._jax import Cotangent, MaybeUndefined
 from ..core.primitive import register_rules
 from ..core.registry import ZERO_DERIVATIVE
 from ..primitives import unary as u
 from ..primitives.arithmetic import add, divide, multiply, subtract
-from ._common import elementwise_rules, linear_jvp, unary_batch, marker_rules
+from ._common import elementwise_rules, linear_map_rules, marker_rules, unary_batch
+from ._fused import transpose_to
 
 
 def _abs_dx(x: Any, out: Any) -> Any:
@@ -23,13 +23,10 @@ def _abs_dx(x: Any, out: Any) -> Any:
 register_rules(u.abs_p, **elementwise_rules(u.abs_p, _abs_dx))
 
 
-def _neg_transpose(ct: Cotangent, x: MaybeUndefined) -> list[Any]:
-    """neg is its own transpose."""
-    return [u.neg(ct)]
-
-
-register_rules(u.neg_p, linear=("x",), jvp=partial(linear_jvp, u.neg_p), transpose=_neg_transpose,
-               batch=partial(unary_batch, u.neg_p))
+# neg is its own transpose.
+register_rules(u.neg_p, linear=("x",),
+               **linear_map_rules(u.neg_p, partial(transpose_to, u.neg_p, u.neg_p),
+                                  batch=partial(unary_batch, u.neg_p)))
 
 
 register_rules(u.sign_p, **marker_rules(u.sign_p, ZERO_DERIVATIVE))

@@ -74,6 +74,10 @@ def floats(rng: np.random.Generator, shape: Sequence[int], lo: float = -2.0,
     return rng.uniform(lo, hi, tuple(shape))
 
 
+def ints(values: object) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64)
+
+
 def unary_samples(lo: float = -2.0, hi: float = 2.0,
           shapes: Sequence[Sequence[int]] = ((2, 3), (), (0, 2)), **kwargs: Any
           ) -> Callable[[np.random.Generator], list[Sample]]:

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import NUMERIC_DTYPES, OpInfo, Sample, floats
+from . import NUMERIC_DTYPES, OpInfo, Sample, floats, ints
 
 DTYPES = NUMERIC_DTYPES   # the default of every op below
-
-
-def ints(values: object) -> np.ndarray:
-    return np.asarray(values, dtype=np.int64)
 
 
 def _gather(rng: np.random.Generator) -> list[Sample]:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import NUMERIC_DTYPES, OpInfo, Sample, floats
-from .gather import ints
+from . import NUMERIC_DTYPES, OpInfo, Sample, floats, ints
 
 DTYPES = NUMERIC_DTYPES   # the default of every op below
 
