@@ -7,13 +7,15 @@ that its batch-like dims are sharded on (as MaxText and tokamax do), never
 inside a lowering; autodiff and vmap carry the ``shard_map`` to the tangent
 map and the backward, so those kernels run on each shard too.
 
-Each operand and result names its dims by label (``"batch"``, ``"heads"`` or
-None). Which mesh axes a label is sharded on:
+Each operand and result names its dims by label (``"batch"``, ``"heads"``,
+any other name for a dim that may be sharded, e.g. a row op's leading dims,
+or None). Which mesh axes a label is sharded on:
 
 * on a mesh with Explicit axes (the default of ``jax.make_mesh``), what the
   type of the first operand says on its dim with that label;
 * on a mesh with Auto axes, whose types do not carry their sharding,
-  ``gradrules.config.batch_axes`` / ``head_axes``.
+  ``gradrules.config.batch_axes`` for ``"batch"`` and ``head_axes`` for
+  ``"heads"`` (other labels stay unsharded there).
 
 A dim of size 1 (a mask or bias broadcast over it, the one kv head of
 multi-query attention) is replicated. A label that some dim of it does not
@@ -36,7 +38,7 @@ from .. import _jax
 from ..core.config import config
 
 Labels = tuple[str | None, ...]
-"""A label per dim: ``"batch"``, ``"heads"`` or None (never sharded)."""
+"""A label per dim: ``"batch"``, ``"heads"``, another name, or None (never sharded)."""
 
 _CONFIG_AXES = {"batch": lambda: config.batch_axes, "heads": lambda: config.head_axes}
 
@@ -57,7 +59,7 @@ def label_axes(mesh: Any, lead: Any, labels: Labels) -> dict[str, tuple[str, ...
         if label is None or label in axes:
             continue
         chosen = tuple(a for a in _spec_axes(spec[dim]) if types.get(a) == AxisType.Explicit)
-        chosen += tuple(a for a in _CONFIG_AXES[label]()
+        chosen += tuple(a for a in _CONFIG_AXES.get(label, tuple)()
                         if types.get(a) == AxisType.Auto and a not in chosen)
         if chosen:
             axes[label] = chosen
