@@ -16,6 +16,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plt
 
@@ -62,3 +63,34 @@ def triton_call(kernel: Callable[..., None], *, name: str, grid: tuple[int, ...]
         with jax.enable_x64(False):
             return call(*args)
     return run
+
+
+# ------------------------------------------------- in-kernel pieces (int32)
+def iota(start: Any, n: int) -> Array:
+    """``start, start + 1, ..., start + n - 1`` (int32)."""
+    return start + lax.broadcasted_iota(jnp.int32, (n,), 0)
+
+
+def first(n: int) -> Any:
+    """The first ``n`` entries of an axis, as an int32 slice (a Python int
+    start would become int64 beside the int32 program ids in interpret mode
+    under x64)."""
+    return ds(jnp.int32(0), n)
+
+
+def whole(ref: Any) -> Any:
+    """All of a ref's last axis."""
+    return first(ref.shape[-1])
+
+
+def load_rows(ref: Any, r0: Any, n: int, rows: int, *index: Any) -> Array:
+    """Rows ``r0 .. r0 + rows`` of a ``[n, (index,) width]`` ref (all of its
+    last axis; ``index`` picks along the axes between), zeros past ``n``."""
+    ok = (iota(r0, rows) < n)[:, None]
+    return load(ref.at[(ds(r0, rows), *index, whole(ref))], mask=ok, other=0)
+
+
+def load_row_values(ref: Any, r0: Any, n: int, rows: int, *index: Any) -> Array:
+    """Entries ``r0 .. r0 + rows`` of a ``[(index,) n]`` ref (one value per
+    row: a log-sum-exp, a statistic), 0 past ``n``."""
+    return load(ref.at[(*index, ds(r0, rows))], mask=iota(r0, rows) < n, other=0)

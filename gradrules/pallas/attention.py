@@ -50,8 +50,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..core.numerics import finite_or_zero, online_lse_step, online_softmax_finish
-from ._pallas import (BlockSpec, dot, ds, is_power_of_2, load, next_power_of_2, program_id,
-                      store, triton_call)
+from ._pallas import (BlockSpec, dot, ds, first, iota, is_power_of_2, load, load_row_values,
+                      load_rows, next_power_of_2, program_id, store, triton_call, whole)
 
 Array = jax.Array
 F32 = jnp.float32
@@ -186,33 +186,6 @@ def supports(q: Any, k: Any, v: Any, mask: Any, bias: Any, *rest: Any, blocks: A
 
 
 # ------------------------------------------------------------ in-kernel pieces
-def _iota(start: Any, n: int) -> Array:
-    return start + lax.broadcasted_iota(jnp.int32, (n,), 0)
-
-
-def _first(n: int) -> Any:
-    """The first ``n`` entries of an axis, as an int32 slice (a Python int
-    start would become int64 beside the int32 program ids in interpret mode
-    under x64)."""
-    return ds(jnp.int32(0), n)
-
-
-def _whole(ref: Any) -> Any:
-    """All of a ref's last axis."""
-    return _first(ref.shape[-1])
-
-
-def _load_block(ref: Any, r0: Any, n: int, rows: int, *head: Any) -> Array:
-    """Rows ``r0 .. r0 + rows`` of a ``[n, (head,) D]`` ref, zeros past ``n``."""
-    ok = (_iota(r0, rows) < n)[:, None]
-    return load(ref.at[(ds(r0, rows), *head, _whole(ref))], mask=ok, other=0)
-
-
-def _load_row_values(ref: Any, r0: Any, n: int, rows: int, *head: Any) -> Array:
-    """Entries ``r0 .. r0 + rows`` of a ``[(head,) n]`` ref (lse, delta), 0 past ``n``."""
-    return load(ref.at[(*head, ds(r0, rows))], mask=_iota(r0, rows) < n, other=0)
-
-
 @dataclass(frozen=True)
 class Pair:
     """How a mask or bias ``[b, h, mq, mk]`` broadcasts: which of its axes
@@ -237,13 +210,13 @@ def _pair_spec(pair: Pair, x: Any, heads_per_program: int) -> BlockSpec:
 def _load_pair(ref: Any, pair: Pair, head: Any, r0: Any, c0: Any, g: Geometry) -> Array:
     """The ``[bq|1, bk|1]`` block of a mask or bias at rows r0, columns c0
     (0 outside Sq and Sk)."""
-    rows = ds(r0, g.bq) if pair.rows else _first(1)
-    cols = ds(c0, g.bk) if pair.cols else _first(1)
+    rows = ds(r0, g.bq) if pair.rows else first(1)
+    cols = ds(c0, g.bk) if pair.cols else first(1)
     ok = None
     if pair.rows:
-        ok = (_iota(r0, g.bq) < g.Sq)[:, None]
+        ok = (iota(r0, g.bq) < g.Sq)[:, None]
     if pair.cols:
-        in_k = (_iota(c0, g.bk) < g.Sk)[None, :]
+        in_k = (iota(c0, g.bk) < g.Sk)[None, :]
         ok = in_k if ok is None else ok & in_k
     head = head if pair.heads else 0
     head = jnp.int32(head) if isinstance(head, int) else head   # an index array, not an int
@@ -257,7 +230,7 @@ def _scores(q: Array, k: Array, mask_ref: Any, bias_ref: Any, mask: Pair, bias: 
     """The float32 scores ``scale q k^T + bias`` of the tile at rows r0,
     columns c0 (of ``head`` where mask and bias have several per program) and
     where they count (the mask, inside Sq and Sk, causal)."""
-    rows, cols = _iota(r0, g.bq), _iota(c0, g.bk)
+    rows, cols = iota(r0, g.bq), iota(c0, g.bk)
     s = dot(q, k, trans_b=True) * g.scale
     s = s + _load_pair(bias_ref, bias, head, r0, c0, g).astype(F32)
     valid = _load_pair(mask_ref, mask, head, r0, c0, g) != 0
@@ -281,22 +254,22 @@ def _forward_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref:
                     bias: Pair) -> None:
     i = program_id(0)
     r0 = i * g.bq
-    rows = _iota(r0, g.bq)
-    q = _load_block(q_ref, r0, g.Sq, g.bq)
+    rows = iota(r0, g.bq)
+    q = load_rows(q_ref, r0, g.Sq, g.bq)
 
     def key_block(j: Any, carry: tuple[Array, Array, Array]) -> tuple[Array, Array, Array]:
         m, total, acc = carry
         c0 = j * g.bk
-        s, valid = _scores(q, _load_block(k_ref, c0, g.Sk, g.bk), mask_ref, bias_ref, mask,
+        s, valid = _scores(q, load_rows(k_ref, c0, g.Sk, g.bk), mask_ref, bias_ref, mask,
                            bias, 0, r0, c0, g)
         m, alpha, p, total = online_lse_step(m, total, jnp.where(valid, s, -jnp.inf))
-        v = _load_block(v_ref, c0, g.Sk, g.bk)
+        v = load_rows(v_ref, c0, g.Sk, g.bk)
         return m, total, alpha[:, None] * acc + dot(p.astype(v.dtype), v)
 
     init = (jnp.full((g.bq,), -jnp.inf, F32), jnp.zeros((g.bq,), F32),
             jnp.zeros((g.bq, g.D), F32))
     out, lse = online_softmax_finish(*lax.fori_loop(0, g.key_blocks(i), key_block, init))
-    store(out_ref.at[ds(r0, g.bq), _whole(out_ref)], out.astype(out_ref.dtype),
+    store(out_ref.at[ds(r0, g.bq), whole(out_ref)], out.astype(out_ref.dtype),
           mask=(rows < g.Sq)[:, None])
     store(lse_ref.at[ds(r0, g.bq)], lse, mask=rows < g.Sq)
 
@@ -307,27 +280,27 @@ def _jvp_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any
                 bias: Pair, tbias: Pair) -> None:
     i = program_id(0)
     r0 = i * g.bq
-    rows = _iota(r0, g.bq)
-    q, tq = _load_block(q_ref, r0, g.Sq, g.bq), _load_block(tq_ref, r0, g.Sq, g.bq)
-    lse = finite_or_zero(_load_row_values(lse_ref, r0, g.Sq, g.bq))
+    rows = iota(r0, g.bq)
+    q, tq = load_rows(q_ref, r0, g.Sq, g.bq), load_rows(tq_ref, r0, g.Sq, g.bq)
+    lse = finite_or_zero(load_row_values(lse_ref, r0, g.Sq, g.bq))
 
     def key_block(j: Any, carry: tuple[Array, Array]) -> tuple[Array, Array]:
         t_lse, acc = carry
         c0 = j * g.bk
-        k, tk = _load_block(k_ref, c0, g.Sk, g.bk), _load_block(tk_ref, c0, g.Sk, g.bk)
+        k, tk = load_rows(k_ref, c0, g.Sk, g.bk), load_rows(tk_ref, c0, g.Sk, g.bk)
         s, valid = _scores(q, k, mask_ref, bias_ref, mask, bias, 0, r0, c0, g)
         p = _probs(s, valid, lse)
         t_s = ((dot(tq, k, trans_b=True) + dot(q, tk, trans_b=True)) * g.scale
                + _load_pair(tbias_ref, tbias, 0, r0, c0, g).astype(F32))
         pts = p * t_s
-        v, tv = _load_block(v_ref, c0, g.Sk, g.bk), _load_block(tv_ref, c0, g.Sk, g.bk)
+        v, tv = load_rows(v_ref, c0, g.Sk, g.bk), load_rows(tv_ref, c0, g.Sk, g.bk)
         acc = acc + dot(pts.astype(v.dtype), v) + dot(p.astype(v.dtype), tv)
         return t_lse + pts.sum(-1), acc
 
     init = (jnp.zeros((g.bq,), F32), jnp.zeros((g.bq, g.D), F32))
     t_lse, acc = lax.fori_loop(0, g.key_blocks(i), key_block, init)
-    t_out = acc - t_lse[:, None] * _load_block(out_ref, r0, g.Sq, g.bq).astype(F32)
-    store(t_out_ref.at[ds(r0, g.bq), _whole(t_out_ref)], t_out.astype(t_out_ref.dtype),
+    t_out = acc - t_lse[:, None] * load_rows(out_ref, r0, g.Sq, g.bq).astype(F32)
+    store(t_out_ref.at[ds(r0, g.bq), whole(t_out_ref)], t_out.astype(t_out_ref.dtype),
           mask=(rows < g.Sq)[:, None])
     store(t_lse_ref.at[ds(r0, g.bq)], t_lse, mask=rows < g.Sq)
 
@@ -336,10 +309,10 @@ def _delta_kernel(out_ref: Any, ct_out_ref: Any, ct_lse_ref: Any, delta_ref: Any
                   g: Geometry) -> None:
     """``delta = rowsum(ct_out * out) - ct_lse``."""
     r0 = program_id(0) * g.bq
-    prod = (_load_block(out_ref, r0, g.Sq, g.bq).astype(F32)
-            * _load_block(ct_out_ref, r0, g.Sq, g.bq).astype(F32))
-    delta = prod.sum(-1) - _load_row_values(ct_lse_ref, r0, g.Sq, g.bq)
-    store(delta_ref.at[ds(r0, g.bq)], delta, mask=_iota(r0, g.bq) < g.Sq)
+    prod = (load_rows(out_ref, r0, g.Sq, g.bq).astype(F32)
+            * load_rows(ct_out_ref, r0, g.Sq, g.bq).astype(F32))
+    delta = prod.sum(-1) - load_row_values(ct_lse_ref, r0, g.Sq, g.bq)
+    store(delta_ref.at[ds(r0, g.bq)], delta, mask=iota(r0, g.bq) < g.Sq)
 
 
 def _dkdv_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
@@ -349,18 +322,18 @@ def _dkdv_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: An
     it, each over the query blocks that see the block."""
     j = program_id(0)
     c0 = j * g.bk
-    cols = _iota(c0, g.bk)
-    k, v = _load_block(k_ref, c0, g.Sk, g.bk), _load_block(v_ref, c0, g.Sk, g.bk)
+    cols = iota(c0, g.bk)
+    k, v = load_rows(k_ref, c0, g.Sk, g.bk), load_rows(v_ref, c0, g.Sk, g.bk)
 
     def query_block(head: Any, i: Any, carry: tuple[Array, Array]) -> tuple[Array, Array]:
         dk, dv = carry
         r0 = i * g.bq
-        q = _load_block(q_ref, r0, g.Sq, g.bq, head)
-        ct = _load_block(ct_out_ref, r0, g.Sq, g.bq, head)
+        q = load_rows(q_ref, r0, g.Sq, g.bq, head)
+        ct = load_rows(ct_out_ref, r0, g.Sq, g.bq, head)
         s, valid = _scores(q, k, mask_ref, bias_ref, mask, bias, head, r0, c0, g)
-        p = _probs(s, valid, finite_or_zero(_load_row_values(lse_ref, r0, g.Sq, g.bq, head)))
+        p = _probs(s, valid, finite_or_zero(load_row_values(lse_ref, r0, g.Sq, g.bq, head)))
         dv = dv + dot(p.astype(ct.dtype).T, ct)
-        delta = _load_row_values(delta_ref, r0, g.Sq, g.bq, head)
+        delta = load_row_values(delta_ref, r0, g.Sq, g.bq, head)
         ds_ = p * (dot(ct, v, trans_b=True) - delta[:, None])
         return dk + dot(ds_.astype(q.dtype).T, q), dv
 
@@ -370,8 +343,8 @@ def _dkdv_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: An
     zeros = jnp.zeros((g.bk, g.D), F32)
     dk, dv = lax.fori_loop(0, g.G, query_head, (zeros, zeros))
     in_k = (cols < g.Sk)[:, None]
-    store(dk_ref.at[ds(c0, g.bk), _whole(dk_ref)], (dk * g.scale).astype(dk_ref.dtype), mask=in_k)
-    store(dv_ref.at[ds(c0, g.bk), _whole(dv_ref)], dv.astype(dv_ref.dtype), mask=in_k)
+    store(dk_ref.at[ds(c0, g.bk), whole(dk_ref)], (dk * g.scale).astype(dk_ref.dtype), mask=in_k)
+    store(dv_ref.at[ds(c0, g.bk), whole(dv_ref)], dv.astype(dv_ref.dtype), mask=in_k)
 
 
 def _dq_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
@@ -382,23 +355,23 @@ def _dq_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
     (one row per query block) or columns."""
     i = program_id(0)
     r0 = i * g.bq
-    rows = _iota(r0, g.bq)
+    rows = iota(r0, g.bq)
     in_q = rows < g.Sq
-    q = _load_block(q_ref, r0, g.Sq, g.bq)
-    ct = _load_block(ct_out_ref, r0, g.Sq, g.bq)
-    lse = finite_or_zero(_load_row_values(lse_ref, r0, g.Sq, g.bq))
-    delta = _load_row_values(delta_ref, r0, g.Sq, g.bq)
+    q = load_rows(q_ref, r0, g.Sq, g.bq)
+    ct = load_rows(ct_out_ref, r0, g.Sq, g.bq)
+    lse = finite_or_zero(load_row_values(lse_ref, r0, g.Sq, g.bq))
+    delta = load_row_values(delta_ref, r0, g.Sq, g.bq)
     db_rows = ds(r0, g.bq) if bias.rows else ds(i, 1)
 
     def store_dbias(c0: Any, tile: Array) -> None:        # bias.cols: [bq|1, bk]
-        ok = (_iota(c0, g.bk) < g.Sk)[None, :]
+        ok = (iota(c0, g.bk) < g.Sk)[None, :]
         store(dbias_ref.at[db_rows, ds(c0, g.bk)], tile,
               mask=ok & in_q[:, None] if bias.rows else ok)
 
     def key_block(j: Any, carry: tuple[Array, Array]) -> tuple[Array, Array]:
         dq, db = carry
         c0 = j * g.bk
-        k, v = _load_block(k_ref, c0, g.Sk, g.bk), _load_block(v_ref, c0, g.Sk, g.bk)
+        k, v = load_rows(k_ref, c0, g.Sk, g.bk), load_rows(v_ref, c0, g.Sk, g.bk)
         s, valid = _scores(q, k, mask_ref, bias_ref, mask, bias, 0, r0, c0, g)
         ds_ = _probs(s, valid, lse) * (dot(ct, v, trans_b=True) - delta[:, None])
         if bias.cols:
@@ -410,7 +383,7 @@ def _dq_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
     init = (jnp.zeros((g.bq, g.D), F32), jnp.zeros((g.bq,), F32))
     seen = g.key_blocks(i)
     dq, db = lax.fori_loop(0, seen, key_block, init)
-    store(dq_ref.at[ds(r0, g.bq), _whole(dq_ref)], (dq * g.scale).astype(dq_ref.dtype),
+    store(dq_ref.at[ds(r0, g.bq), whole(dq_ref)], (dq * g.scale).astype(dq_ref.dtype),
           mask=in_q[:, None])
     if bias.cols:       # the key blocks this query block does not see: dbias 0
         zero = jnp.zeros((g.bq if bias.rows else 1, g.bk), F32)
@@ -420,9 +393,9 @@ def _dq_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
             return carry
         lax.fori_loop(seen, g.nk, unseen, 0)
     elif bias.rows:
-        store(dbias_ref.at[ds(r0, g.bq), _first(1)], db[:, None], mask=in_q[:, None])
+        store(dbias_ref.at[ds(r0, g.bq), first(1)], db[:, None], mask=in_q[:, None])
     else:
-        store(dbias_ref.at[ds(i, 1), _first(1)], jnp.sum(db, keepdims=True)[:, None])
+        store(dbias_ref.at[ds(i, 1), first(1)], jnp.sum(db, keepdims=True)[:, None])
 
 
 # ----------------------------------------------------------------- wrappers
