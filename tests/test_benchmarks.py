@@ -103,3 +103,52 @@ def test_time_interleaved_and_format_columns():
     assert set(times) == {"a", "b"} and all(t > 0 for t in times.values())
     assert format_columns(("x", "long"), [("1", "2")]).splitlines() == [
         "x  long", "-  ----", "1  2"]
+
+
+# ------------------------------------------------------ gpu_memory_bound.py
+MEMORY_BOUND = SCRIPT.with_name("gpu_memory_bound.py")
+
+
+@pytest.fixture(scope="module")
+def memory_bound():
+    spec = importlib.util.spec_from_file_location("gpu_memory_bound", MEMORY_BOUND)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+def _memory_bound_rows(out: str, names: set[str]) -> list[list[str]]:
+    """The table rows of ``out`` (those that start with an op's name)."""
+    return [line.split(None, 4) for line in out.splitlines()
+            if line.split()[:1] and line.split()[0] in names]
+
+
+def test_memory_bound_dry_run_lowers_every_op_with_kernels(memory_bound, capsys):
+    """Every program of an op with Pallas kernels lowers for CUDA with Triton
+    calls; an op without kernels says so (and the run still exits 0)."""
+    ops = {o.name: o for o in memory_bound.ops()}
+    rc = memory_bound.main(["--dry-run", "--dtype", "bfloat16"])
+    out = capsys.readouterr().out
+    rows = _memory_bound_rows(out, set(ops))
+    assert len(rows) == 2 * len(ops), out
+    for name, dtype, mode, calls, status in rows:
+        op = ops[name]
+        if memory_bound.has_kernels(op.op):
+            assert status == "lowered" and int(calls) >= 1, (name, mode, out)
+        else:
+            assert status == "no kernel yet", out
+    assert rc == 0, out
+
+
+def test_memory_bound_runs_end_to_end_on_the_cpu(memory_bound, capsys):
+    """Tiny sizes on the CPU (kernel "xla"): every row measured, none failed."""
+    memory_bound.main(["--kernel", "xla", "--shrink", "64", "--repeats", "1", "--dtype",
+                       "float32", "--ops", "rms_norm", "cross_entropy_32k"])
+    out = capsys.readouterr().out
+    rows = _memory_bound_rows(out, {"rms_norm", "cross_entropy_32k"})
+    assert [(r[0], r[2]) for r in rows] == [("rms_norm", "fwd"), ("rms_norm", "fwd+bwd"),
+                                            ("cross_entropy_32k", "fwd"),
+                                            ("cross_entropy_32k", "fwd+bwd")], out
+    assert "FAILED" not in out and "missed:" in out, out
