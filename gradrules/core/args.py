@@ -79,6 +79,20 @@ def int_param(op: str, name: str, value: Any, *, lo: int | None = None) -> int:
     return int(value)
 
 
+def block_sizes_param(op: str, value: Any, cls: type, public_name: str) -> Any:
+    """A public function's ``block_sizes``: None, or a ``cls`` (a frozen
+    dataclass of block sizes, known to users as ``public_name``) whose sizes
+    are ints >= 1 or None."""
+    if value is None:
+        return None
+    if not isinstance(value, cls):
+        raise TypeError(f"{op_name(op)}: block_sizes must be a {public_name}, got {value!r}")
+    for name, size in vars(value).items():
+        if size is not None:
+            int_param(op, name, size, lo=1)
+    return value
+
+
 def bool_param(op: str, name: str, value: Any) -> bool:
     """A Python or numpy bool."""
     if not isinstance(value, (bool, np.bool_)):

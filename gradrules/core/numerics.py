@@ -61,3 +61,74 @@ def online_softmax_finish(m: Array, total: Array, acc: Array) -> tuple[Array, Ar
     safe = jnp.where(seen, total, jnp.ones((), total.dtype))
     out = jnp.where(seen[..., None], acc / safe[..., None], jnp.zeros((), acc.dtype))
     return out, lse_from_sum(finite_or_zero(m), total, -jnp.inf)
+
+
+def gated_clamp(gate: Array, up: Array, limit: float | None
+                ) -> tuple[Array, Array, Array | None, Array | None]:
+    """The swigluLimit clamp of silu_gated: ``(min(gate, limit), clip(up,
+    -limit, limit), gate <= limit, |up| <= limit)``, the masks where each clamp
+    passes derivatives (inside its range, bounds included); without a limit
+    the operands and None masks."""
+    if limit is None:
+        return gate, up, None, None
+    return (jnp.minimum(gate, limit), jnp.clip(up, -limit, limit), gate <= limit,
+            jnp.abs(up) <= limit)
+
+
+def silu_and_slope(x: Array) -> tuple[Array, Array]:
+    """``silu(x) = x s`` and ``silu'(x) = s (1 + x sigmoid(-x))``, ``s =
+    sigmoid(x)`` (``sigmoid(-x)``, not ``1 - s``, which cancels for large x)."""
+    s = jax.nn.sigmoid(x)
+    return x * s, s * (x * jax.nn.sigmoid(-x) + 1)
+
+
+def rope_inv_freq(head_dim: int, theta: float) -> np.ndarray:
+    """Rope's frequencies ``theta ** (-2 i / head_dim)``, ``i < head_dim / 2`` (float64)."""
+    return theta ** (-np.arange(0, head_dim // 2, dtype=np.float64) * 2.0 / head_dim)
+
+
+def rope_rotate(x1: Array, x2: Array, cos: Array, sin: Array) -> tuple[Array, Array]:
+    """Each pair ``(x1, x2)`` rotated by the angle of ``cos``, ``sin``:
+    ``(x1 cos - x2 sin, x2 cos + x1 sin)``."""
+    return x1 * cos - x2 * sin, x2 * cos + x1 * sin
+
+
+def token_mask(labels: Array, vocab: int, ignore_index: int) -> tuple[Array, Array]:
+    """Cross-entropy's (valid, bad) tokens: not ignored; not ignored and with
+    a label outside [0, vocab)."""
+    valid = labels != ignore_index
+    return valid, valid & ((labels < 0) | (labels >= vocab))
+
+
+def masked_tokens(v: Array, labels: Array, vocab: int, ignore_index: int) -> Array:
+    """``v`` on valid tokens, 0 on ignored ones, NaN where the label is bad."""
+    valid, bad = token_mask(labels, vocab, ignore_index)
+    return jnp.where(valid, jnp.where(bad, jnp.nan, v), 0).astype(v.dtype)
+
+
+def ce_token_value(lse: Array, d_lse: Array, picked: Array, mean: Array | None, *,
+                   label_smoothing: float, z_loss: float, tangent: bool) -> Array:
+    """A token's cross-entropy before masking, ``lse + z lse**2 - (1 - eps)
+    picked - eps mean`` (``tangent=False``; d_lse is lse), or its tangent
+    ``d_lse (1 + 2 z lse) - (1 - eps) picked - eps mean`` (picked and mean of
+    the logits' tangent)."""
+    if tangent:
+        v = d_lse * (1 + 2 * z_loss * lse) if z_loss else d_lse
+    else:
+        v = lse + z_loss * lse * lse if z_loss else lse
+    v = v - (1 - label_smoothing) * picked
+    if label_smoothing:
+        v = v - label_smoothing * mean
+    return v
+
+
+def ce_dlogits(p: Array, onehot: Array, lse: Array, c: Array, g_lse: Array, vocab: int, *,
+               label_smoothing: float, z_loss: float) -> Array:
+    """The cotangent of a block of logits ``[..., cols]`` with probabilities
+    ``p``: ``c (p (1 + 2 z lse) - (1 - eps) onehot - eps / V) + g_lse p``,
+    with ``c`` each token's masked loss cotangent."""
+    scale = (1 + 2 * z_loss * lse)[..., None] if z_loss else 1.0
+    d = p * scale - (1 - label_smoothing) * onehot
+    if label_smoothing:
+        d = d - label_smoothing / vocab
+    return c[..., None] * d + g_lse[..., None] * p

@@ -12,7 +12,10 @@ Triton backend.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 import jax
 import jax.numpy as jnp
@@ -21,11 +24,29 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plt
 
 Array = jax.Array
+F32 = jnp.float32
+DTYPES = (np.dtype(jnp.float16), np.dtype(jnp.bfloat16), np.dtype(jnp.float32))
+"""The dtypes every kernel takes (float32 accumulation for the 16-bit ones)."""
 BlockSpec = pl.BlockSpec
 ds = pl.ds
 program_id = pl.program_id
 load = plt.load
 store = plt.store
+
+
+@dataclass(frozen=True)
+class RowBlocks:
+    """Block sizes of a row kernel (softmax, silu_gated, rope), carried by the
+    ``implementation`` param: ``block_rows`` x ``block_cols`` elements per
+    program (powers of two; a row wider than ``block_cols`` is looped over),
+    ``num_warps`` / ``num_stages`` of the Triton launch. None takes the
+    kernel module's default (by dtype and width). They never change the
+    result."""
+
+    block_rows: int | None = None
+    block_cols: int | None = None
+    num_warps: int | None = None
+    num_stages: int | None = None
 
 
 def next_power_of_2(n: int) -> int:

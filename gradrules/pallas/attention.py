@@ -50,12 +50,11 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..core.numerics import finite_or_zero, online_lse_step, online_softmax_finish
-from ._pallas import (BlockSpec, dot, ds, first, iota, is_power_of_2, load, load_row_values,
-                      load_rows, next_power_of_2, program_id, store, triton_call, whole)
+from ._pallas import (BlockSpec, dot, ds, DTYPES, F32, first, iota, is_power_of_2, load,
+                      load_row_values, load_rows, next_power_of_2, program_id, store, triton_call,
+                      whole)
 
 Array = jax.Array
-F32 = jnp.float32
-DTYPES = (np.dtype(jnp.float16), np.dtype(jnp.bfloat16), np.dtype(jnp.float32))
 MAX_HEAD_DIM = 256
 MIN_BLOCK = 16          # the smallest side of a Triton dot
 

@@ -43,7 +43,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..core.numerics import acc_dtype, finite_or_zero, lse_from_sum, online_lse_step
+from ..core.numerics import (acc_dtype, ce_dlogits, ce_token_value, finite_or_zero,
+                              lse_from_sum, online_lse_step)
+from ..core.numerics import masked_tokens as masked
 from ._fused import log_sum_exp, max_shift, pad_axis, upcast
 
 
@@ -69,29 +71,12 @@ DEFAULT_BLOCKS = Blocks()
 
 
 # ----------------------------------------------------------- per-token maths
-def token_mask(labels: Array, vocab: int, ignore_index: int) -> tuple[Array, Array]:
-    """(valid, bad): not ignored; not ignored and outside [0, vocab)."""
-    valid = labels != ignore_index
-    return valid, valid & ((labels < 0) | (labels >= vocab))
-
-
-def masked(v: Array, labels: Array, vocab: int, ignore_index: int) -> Array:
-    """``v`` on valid tokens, 0 on ignored ones, NaN where the label is bad."""
-    valid, bad = token_mask(labels, vocab, ignore_index)
-    return jnp.where(valid, jnp.where(bad, jnp.nan, v), 0).astype(v.dtype)
-
-
 def _combine(lse: Array, d_lse: Array, picked: Array, mean: Array | None, labels: Array,
              vocab: int, *, ignore_index: int, label_smoothing: float, z_loss: float,
              tangent: bool) -> Array:
     """The loss (``tangent=False``: d_lse is lse) or its tangent, masked."""
-    if tangent:
-        v = d_lse * (1 + 2 * z_loss * lse) if z_loss else d_lse
-    else:
-        v = lse + z_loss * lse * lse if z_loss else lse
-    v = v - (1 - label_smoothing) * picked
-    if label_smoothing:
-        v = v - label_smoothing * mean
+    v = ce_token_value(lse, d_lse, picked, mean, label_smoothing=label_smoothing,
+                       z_loss=z_loss, tangent=tangent)
     return masked(v, labels, vocab, ignore_index)
 
 
@@ -100,14 +85,11 @@ def dlogits_block(p: Array, lse: Array, labels: Array, v0: Any, vocab: int, g_lo
                   z_loss: float) -> Array:
     """The cotangent of a block of logits (vocabulary entries v0, v0 + 1, ...)
     whose probabilities are ``p``."""
-    c = masked(g_loss, labels, vocab, ignore_index)[..., None]
-    scale = (1 + 2 * z_loss * lse)[..., None] if z_loss else 1.0
+    c = masked(g_loss, labels, vocab, ignore_index)
     cols = v0 + lax.broadcasted_iota(labels.dtype, p.shape, p.ndim - 1)
     onehot = (cols == labels[..., None]).astype(p.dtype)
-    d = p * scale - (1 - label_smoothing) * onehot
-    if label_smoothing:
-        d = d - label_smoothing / vocab
-    return c * d + g_lse[..., None] * p
+    return ce_dlogits(p, onehot, lse, c, g_lse, vocab, label_smoothing=label_smoothing,
+                      z_loss=z_loss)
 
 
 def _row_probs(x: Array, lse: Array) -> Array:

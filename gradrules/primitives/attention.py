@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.args import as_array, bool_param, int_param, number_param
+from ..core.args import as_array, block_sizes_param, bool_param, int_param, number_param
 from ..core.kernels import implementation
 from ..core.meta import check_dtype, op_name
 from ..core.numerics import acc_dtype
@@ -190,14 +190,9 @@ def _blocks(block_q: Any, block_k: Any, block_sizes: Any) -> BlockSizes:
     if block_sizes is None:
         return BlockSizes(block_q=_block_param("block_q", block_q),
                           block_k=_block_param("block_k", block_k))
-    if not isinstance(block_sizes, BlockSizes):
-        raise TypeError(f"{op_name(_OP)}: block_sizes must be a "
-                        f"gradrules.pallas.attention.BlockSizes, got {block_sizes!r}")
     if block_q is not None or block_k is not None:
         raise ValueError(f"{op_name(_OP)}: give block_sizes or block_q / block_k, not both")
-    for name, value in vars(block_sizes).items():
-        _block_param(name, value)
-    return block_sizes
+    return block_sizes_param(_OP, block_sizes, BlockSizes, "gradrules.pallas.attention.BlockSizes")
 
 
 def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,

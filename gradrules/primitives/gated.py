@@ -15,6 +15,7 @@ lowered from plain jax.numpy.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -23,14 +24,17 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray, aval_of
-from ..core.args import bool_param, choice_param, float_array, number_param
+from ..core.args import block_sizes_param, bool_param, choice_param, float_array, number_param
 from ..core.kernels import Implementation, implementation
 from ..core.meta import check_dtype, op_name
-from ..core.numerics import acc_dtype
+from ..core.numerics import acc_dtype, gated_clamp, silu_and_slope
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
+from ..pallas import gated as kernels
+from ..pallas.gated import BlockSizes
 from ._compose import cast
 from ._fused import matching_meta, upcast
+from ._sharding import shard_map_bind
 from .activation import clamp, gelu, sigmoid, silu_slope
 from .arithmetic import add, multiply
 from .compare import le, where
@@ -45,11 +49,16 @@ PARAMS = ("limit",)
 ROWSPLIT_ACTIVATIONS = ("silu", "gelu", "gelu_tanh")
 
 
+# the public function's block_sizes argument: None or a valid BlockSizes
+_blocks = partial(block_sizes_param, cls=BlockSizes,
+                  public_name="gradrules.pallas.gated.BlockSizes")
+
+
 def _silu_gated_impl(gate: Array, up: Array, *, limit: float | None) -> Array:
-    g, u = upcast(gate), upcast(up)
-    if limit is not None:
-        g, u = jnp.minimum(g, limit), jnp.clip(u, -limit, limit)
-    return (g * jax.nn.sigmoid(g) * u).astype(gate.dtype)
+    """``silu(gate) up`` with the clamp, in jax.numpy (the formulas of
+    ``core.numerics`` that the Pallas kernels use too)."""
+    g, u, _, _ = gated_clamp(upcast(gate), upcast(up), limit)
+    return (silu_and_slope(g)[0] * u).astype(gate.dtype)
 
 
 def _silu_terms(gate: Any, up: Any, limit: float | None) -> tuple[Any, ...]:
@@ -95,11 +104,14 @@ def silu_gated_cotangent(gate: Any, up: Any, g: Any, *, limit: float | None
 silu_gated_p = define_primitive("silu_gated", family=FAMILY, operands=("gate", "up"),
                                 params=PARAMS,
                                 infer_meta=matching_meta("silu_gated", ("gate", "up")),
-                                implementations={"xla": _silu_gated_impl})
+                                implementations={"xla": _silu_gated_impl,
+                                                 "pallas": kernels.forward,
+                                                 "supports": kernels.supports})
 silu_gated_jvp_p = define_primitive(
     "silu_gated_jvp", family=FAMILY, operands=("gate", "up", "tg", "tu"), params=PARAMS,
     infer_meta=matching_meta("silu_gated_jvp", ("gate", "up", "tg", "tu")),
-    implementations={"xla": silu_gated_tangent})
+    implementations={"xla": silu_gated_tangent, "pallas": kernels.jvp,
+                     "supports": kernels.supports})
 
 
 def _silu_gated_vjp_meta(gate: Any, up: Any, g: Any, **params: Any) -> tuple[ShapedArray, ...]:
@@ -109,8 +121,9 @@ def _silu_gated_vjp_meta(gate: Any, up: Any, g: Any, **params: Any) -> tuple[Sha
 
 silu_gated_vjp_p = define_primitive(
     "silu_gated_vjp", family=FAMILY, operands=("gate", "up", "g"), params=PARAMS,
-    infer_meta=_silu_gated_vjp_meta, implementations={"xla": silu_gated_cotangent},
-    multiple_results=True)
+    infer_meta=_silu_gated_vjp_meta, multiple_results=True,
+    implementations={"xla": silu_gated_cotangent, "pallas": kernels.backward,
+                     "supports": kernels.supports})
 
 
 def limit_param(op: str, limit: Any) -> float | None:
@@ -127,19 +140,35 @@ def _pair(op: str, gate: Any, up: Any) -> list[Any]:
     return [gate, up]
 
 
-def silu_gated(gate: ArrayLike, up: ArrayLike, *, limit: float | None = None) -> Array:
+def elementwise_labels(ndim: int) -> tuple[str, ...]:
+    """Sharding labels of an elementwise operand (``primitives/_sharding``):
+    every axis may be sharded, the first as ``"batch"``."""
+    return ("batch",) + tuple(f"rows{i}" for i in range(1, ndim - 1)) + ("features",) \
+        if ndim > 1 else ("features",) * ndim
+
+
+def silu_gated(gate: ArrayLike, up: ArrayLike, *, limit: float | None = None,
+               block_sizes: BlockSizes | None = None) -> Array:
     """SwiGLU: ``silu(gate) * up``, ``silu(x) = x sigmoid(x)``; with ``limit``,
     ``silu(min(gate, limit)) * clip(up, -limit, limit)``.
 
     d/dgate = ``up silu'(gate)`` with ``silu' = s (1 + gate (1 - s))``, d/dup =
     ``silu(gate)`` (each times its clamp's mask). Three primitives:
     ``silu_gated``, ``silu_gated_jvp`` (tangent map) and ``silu_gated_vjp``
-    (backward), transposes of each other.
+    (backward), transposes of each other, each with an XLA lowering and a
+    Pallas kernel (``pallas/gated.py``). ``block_sizes``, a
+    ``pallas.gated.BlockSizes``, sets the kernels' tiles (never the result).
+    On a mesh the primitive is bound inside ``jax.shard_map`` over the axes
+    that gate's dims are sharded on (``primitives/_sharding``).
     """
     op = "silu_gated"
     gate, up = _pair(op, gate, up)
-    return silu_gated_p.bind(gate, up, limit=limit_param(op, limit),
-                             implementation=implementation())
+    params = dict(limit=limit_param(op, limit),
+                  implementation=implementation(_blocks(op, block_sizes)))
+    labels = elementwise_labels(np.ndim(gate))
+    (out,) = shard_map_bind(lambda g, u: [silu_gated_p.bind(g, u, **params)], (gate, up),
+                            (labels, labels), (labels,))
+    return out
 
 
 def _silu_gated_reference(gate: ArrayLike, up: ArrayLike, *, limit: float | None = None

@@ -21,11 +21,16 @@ lowerings are plain jax.numpy, in ``_loss_xla.py``: cross_entropy's forward
 the forward's ``exp(x - shift)``, see there), and fused_linear_cross_entropy's
 three primitives, chunked so that the logits are never made; their block
 sizes are the ``blocks`` of the ``implementation`` param
-(``_loss_xla.Blocks``).
+(``_loss_xla.Blocks``). The Pallas kernels of all six primitives are in
+``pallas/loss.py`` (fused_linear_cross_entropy's: XLA matmuls per chunk of
+tokens around cross_entropy's kernels). Both public functions bind their
+forward inside ``shard_map`` over the mesh axes of the token dims.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -34,15 +39,19 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray, aval_of
-from ..core.args import as_array, choice_param, float_array, int_param, number_param
+from ..core.args import (as_array, block_sizes_param, choice_param, float_array, int_param,
+                         number_param)
 from ..core.kernels import implementation
 from ..core.meta import check_dtype, op_name
 from ..core.numerics import acc_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
+from ..pallas import loss as kernels
+from ..pallas.loss import BlockSizes
 from . import _loss_xla as xla
 from ._compose import cast
 from ._fused import check_like
+from ._sharding import shard_map_bind
 from .arithmetic import add, divide, multiply, subtract
 from .compare import eq, ge, lt, ne, where
 from .convert import convert_element_type, promote
@@ -58,6 +67,11 @@ ArrayLike = jax.typing.ArrayLike
 FAMILY = "loss"
 REDUCTIONS = ("mean", "sum", "none")
 CE_PARAMS = ("ignore_index", "label_smoothing", "z_loss")
+
+
+# the public function's block_sizes argument: None or a valid BlockSizes
+_blocks = partial(block_sizes_param, cls=BlockSizes,
+                  public_name="gradrules.pallas.loss.BlockSizes")
 
 
 # ------------------------------------------------------------- validation
@@ -91,7 +105,7 @@ def labels_arg(op: str, labels: Any, rows: tuple[int, ...], classes: int, ignore
 
 
 def loss_params(op: str, ignore_index: Any, label_smoothing: Any, z_loss: Any,
-                blocks: xla.Blocks | None = None) -> dict[str, Any]:
+                blocks: Any = None) -> dict[str, Any]:
     """The params of the cross-entropy primitives (``CE_PARAMS`` and the
     ``implementation``, with ``blocks`` for the lowering)."""
     return {"ignore_index": int_param(op, "ignore_index", ignore_index),
@@ -214,22 +228,31 @@ def cross_entropy_cotangent(logits: Any, labels: Any, lse: Any, g_loss: Any, g_l
 
 cross_entropy_p = define_primitive(
     "cross_entropy", family=FAMILY, operands=("logits", "labels"), outputs=("loss", "lse"),
-    params=CE_PARAMS,
-    infer_meta=_ce_meta, implementations={"xla": xla.ce_forward},
+    params=CE_PARAMS, infer_meta=_ce_meta,
+    implementations={"xla": xla.ce_forward, "pallas": kernels.forward,
+                     "supports": kernels.supports},
     multiple_results=True)
 cross_entropy_jvp_p = define_primitive(
     "cross_entropy_jvp", family=FAMILY, operands=("logits", "labels", "lse", "t"),
     params=CE_PARAMS, infer_meta=_ce_jvp_meta,
-    implementations={"xla": cross_entropy_tangent}, multiple_results=True)
+    implementations={"xla": cross_entropy_tangent, "pallas": kernels.jvp,
+                     "supports": kernels.supports},
+    multiple_results=True)
 cross_entropy_vjp_p = define_primitive(
     "cross_entropy_vjp", family=FAMILY, operands=("logits", "labels", "lse", "g_loss", "g_lse"),
     params=CE_PARAMS, infer_meta=_ce_vjp_meta,
-    implementations={"xla": xla.ce_vjp})
+    implementations={"xla": xla.ce_vjp, "pallas": kernels.backward,
+                     "supports": kernels.supports})
+
+
+def _row_labels(ndim: int) -> tuple[str | None, ...]:
+    """Shard labels of ``ndim`` token dims: "batch", "rows1", "rows2", ..."""
+    return tuple("batch" if i == 0 else f"rows{i}" for i in range(ndim))
 
 
 def cross_entropy(logits: ArrayLike, labels: ArrayLike, *, ignore_index: int = -100,
                   label_smoothing: float = 0.0, z_loss: float = 0.0,
-                  reduction: str = "mean") -> Array:
+                  reduction: str = "mean", block_sizes: BlockSizes | None = None) -> Array:
     """Softmax cross entropy of ``logits [..., V]`` against integer ``labels [...]``.
 
     Per token, with ``lse = logsumexp(logits)``, ``eps = label_smoothing`` and
@@ -245,16 +268,24 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, *, ignore_index: int = -
     ``cross_entropy_vjp`` (the logits' cotangent), transposes of each other.
     ``-inf`` logits (masked classes) are fine; with label smoothing they make
     the loss infinite, as in PyTorch. See the module docstring for labels.
+
+    The Pallas kernels (``gradrules.pallas.loss``; which calls they take:
+    ``supports`` there) loop over the vocabulary in blocks; ``block_sizes``
+    (a ``gradrules.pallas.loss.BlockSizes``) sets their rows per program and
+    vocabulary block. On a mesh the token dims stay sharded (``shard_map``).
     """
     op = "cross_entropy"
     logits = float_array(op, "logits", logits)
     if np.ndim(logits) < 1:
         raise ValueError(f"{op_name(op)}: logits must have a class axis, got a scalar")
-    params = loss_params(op, ignore_index, label_smoothing, z_loss)
+    params = loss_params(op, ignore_index, label_smoothing, z_loss,
+                         _blocks(op, block_sizes))
     choice_param(op, "reduction", reduction, REDUCTIONS)
     labels = labels_arg(op, labels, np.shape(logits)[:-1], np.shape(logits)[-1],
                         params["ignore_index"], "logits.shape[:-1]")
-    loss, _ = cross_entropy_p.bind(logits, labels, **params)
+    rows = _row_labels(np.ndim(logits) - 1)
+    loss, _ = shard_map_bind(partial(cross_entropy_p.bind, **params), (logits, labels),
+                             (rows + (None,), rows), (rows, rows))
     return reduce_loss(op, loss, labels, params["ignore_index"], reduction,
                        jnp.result_type(logits))
 
@@ -335,16 +366,22 @@ fused_linear_cross_entropy_p = define_primitive(
     "fused_linear_cross_entropy", family=FAMILY, operands=("h", "w", "labels"),
     outputs=("loss", "lse"),
     params=CE_PARAMS, infer_meta=_flce_meta,
-    implementations={"xla": xla.flce_forward}, multiple_results=True)
+    implementations={"xla": xla.flce_forward, "pallas": kernels.flce_forward,
+                     "supports": kernels.flce_supports},
+    multiple_results=True)
 fused_linear_cross_entropy_jvp_p = define_primitive(
     "fused_linear_cross_entropy_jvp", family=FAMILY,
     operands=("h", "w", "labels", "lse", "th", "tw"), params=CE_PARAMS,
-    infer_meta=_flce_jvp_meta, implementations={"xla": xla.flce_jvp},
+    infer_meta=_flce_jvp_meta,
+    implementations={"xla": xla.flce_jvp, "pallas": kernels.flce_jvp,
+                     "supports": kernels.flce_supports},
     multiple_results=True)
 fused_linear_cross_entropy_vjp_p = define_primitive(
     "fused_linear_cross_entropy_vjp", family=FAMILY,
     operands=("h", "w", "labels", "lse", "g_loss", "g_lse"), params=CE_PARAMS,
-    infer_meta=_flce_vjp_meta, implementations={"xla": xla.flce_vjp},
+    infer_meta=_flce_vjp_meta,
+    implementations={"xla": xla.flce_vjp, "pallas": kernels.flce_backward,
+                     "supports": kernels.flce_supports},
     multiple_results=True)
 
 
@@ -362,7 +399,12 @@ def fused_linear_cross_entropy(h: ArrayLike, w: ArrayLike, labels: ArrayLike, *,
     alike, so memory stays at one block beyond the operands and the
     gradients; the block is ``_loss_xla.DEFAULT_BLOCKS`` capped at the
     problem's sizes, bound as the ``blocks`` of the ``implementation``
-    param. A hidden size of h that differs from w's is a ValueError.
+    param. The Pallas path (``gradrules.pallas.loss``) takes the tokens in
+    chunks of ``blocks.tokens`` (at most 2**27 logits): per chunk one matmul
+    makes the float32 logits, cross_entropy's kernels their loss or
+    gradient, and the backward adds two matmuls. On a mesh the token dims
+    stay sharded (``shard_map``; w's gradient summed over the shards). A
+    hidden size of h that differs from w's is a ValueError.
     """
     op = "fused_linear_cross_entropy"
     h, w = float_array(op, "h", h), float_array(op, "w", w)
@@ -376,18 +418,24 @@ def fused_linear_cross_entropy(h: ArrayLike, w: ArrayLike, labels: ArrayLike, *,
                          f"{np.shape(h)} has hidden size {np.shape(h)[-1]}, w with shape "
                          f"{np.shape(w)} has {hidden}")
     rows = tuple(np.shape(h)[:-1])
-    tokens = int(np.prod(rows))
-    params = loss_params(op, ignore_index, label_smoothing, z_loss,
-                         xla.DEFAULT_BLOCKS.for_shape(tokens, vocab))
+    params = loss_params(op, ignore_index, label_smoothing, z_loss)
     choice_param(op, "reduction", reduction, REDUCTIONS)
     labels = labels_arg(op, labels, rows, vocab, params["ignore_index"], "h.shape[:-1]")
-    flat_labels = reshape(labels, (tokens,))
-    loss, _ = fused_linear_cross_entropy_p.bind(reshape(h, (tokens, hidden)), w, flat_labels,
-                                                **params)
-    if reduction == "none":
-        loss = reshape(loss, rows)
-    return reduce_loss(op, loss, flat_labels, params["ignore_index"], reduction,
-                       jnp.result_type(h))
+
+    def bind(h: Any, w: Any, labels: Any) -> list[Any]:
+        """The tokens (of this shard) flattened; the block sizes capped at them."""
+        shape = np.shape(labels)
+        tokens = int(np.prod(shape))
+        blocks = xla.DEFAULT_BLOCKS.for_shape(tokens, vocab)
+        outs = fused_linear_cross_entropy_p.bind(
+            reshape(h, (tokens, hidden)), w, reshape(labels, (tokens,)),
+            **dict(params, implementation=replace(params["implementation"], blocks=blocks)))
+        return [reshape(o, shape) for o in outs]
+
+    lead = _row_labels(len(rows))
+    loss, _ = shard_map_bind(bind, (h, w, labels), (lead + (None,), (None, None), lead),
+                             (lead, lead))
+    return reduce_loss(op, loss, labels, params["ignore_index"], reduction, jnp.result_type(h))
 
 
 def _fused_linear_cross_entropy_reference(h: ArrayLike, w: ArrayLike, labels: ArrayLike,

@@ -1,28 +1,24 @@
 """Primitives of the norm family: layer_norm and rms_norm over the last axis
-(fused: forward, tangent map and backward primitives each), group_norm (NCHW)
-and batch_norm (training and inference).
+(fused: forward, tangent map and backward primitives each, with Pallas
+kernels in ``pallas/norm.py``), group_norm (NCHW) and batch_norm.
 
-All of them accumulate in float32 for 16-bit input (``acc_dtype``) and return
-the input's dtype; their statistics (mean, inverse rms / std) are kept in the
-accumulation dtype. ``eps`` must be > 0, which keeps an all-zero input finite
-in value and in every derivative (the inverse rms is ``eps**-0.5``).
-
-At the primitive level the affine operands (weight, gamma, bias) may have any
-shape that broadcasts against x with the normalised axis last (for batching);
-the public functions take the usual one-per-channel vectors.
+All accumulate in float32 for 16-bit input (``acc_dtype``), return x's dtype
+and keep their statistics (mean, inverse rms / std) in float32. ``eps`` > 0
+keeps an all-zero input finite in value and every derivative. At the
+primitive level the affine operands (weight, gamma, bias) may have any shape
+that broadcasts against x with the normalised axis last (for batching).
 
 The tangent maps and backwards of rms_norm and layer_norm are written once,
 in gradrules ops (``rms_norm_tangent``, ``rms_norm_cotangent``,
-``layer_norm_tangent``, ``layer_norm_cotangent``): that composition is their
-XLA lowering and the function their JVP rules differentiate; so are the
-tangents of the statistics the forwards' JVPs give (``row_stat_tangents``).
-group_norm and batch_norm are lowered from ``group_norm_composition`` and
-``batch_norm_composition``, which their JVPs differentiate.
+``layer_norm_tangent``, ``layer_norm_cotangent``; ``row_stat_tangents`` for
+the statistics): their XLA lowerings and what their JVP rules differentiate,
+as ``group_norm_composition`` and ``batch_norm_composition`` are for those.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -31,14 +27,17 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray, aval_of
-from ..core.args import bool_param, choice_param, eps_param, float_array, int_param, number_param
+from ..core.args import (block_sizes_param, bool_param, choice_param, eps_param, float_array,
+                         int_param, number_param)
 from ..core.kernels import implementation
 from ..core.meta import broadcast_shapes, check_dtype, op_name
 from ..core.numerics import acc_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
+from ..pallas import norm as kernels
 from ._compose import cast, unbroadcast
 from ._fused import check_like, upcast
+from ._sharding import shard_map_bind
 from .arithmetic import add, multiply, subtract
 from .convert import promote
 from .reduction import mean as gr_mean
@@ -48,6 +47,8 @@ from .unary import neg, rsqrt, square
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
 FAMILY = "norm"
+_blocks = partial(block_sizes_param, cls=kernels.BlockSizes,      # a block_sizes argument
+                  public_name="gradrules.pallas.norm.BlockSizes")
 
 
 # ------------------------------------------------------------------ helpers
@@ -69,10 +70,6 @@ def _rows_meta(op: str, x: Any) -> ShapedArray:
     if not x.shape:
         raise ValueError(f"{op_name(op)}: x must have at least one axis, got a scalar")
     return ShapedArray(x.shape[:-1], acc_dtype(x.dtype))
-
-
-def _mean(x: Array) -> Array:
-    return jnp.mean(x, -1, keepdims=True)
 
 
 def _channel_vector(op: str, name: str, a: Any, x: Any, axis: int, fill: float | None,
@@ -153,7 +150,7 @@ def _rms_norm_vjp_meta(x: Any, gamma: Any, rstd: Any, g: Any, **params: Any
 
 def _rms_norm_impl(x: Array, gamma: Array, *, eps: float, weight_offset: float) -> list[Array]:
     xf = upcast(x)
-    rstd = jax.lax.rsqrt(_mean(xf * xf) + eps)
+    rstd = jax.lax.rsqrt(jnp.mean(xf * xf, -1, keepdims=True) + eps)
     out = xf * rstd * (upcast(gamma) + weight_offset)
     return [out.astype(x.dtype), rstd[..., 0]]
 
@@ -194,20 +191,21 @@ def rms_norm_cotangent(x: Any, gamma: Any, rstd: Any, g: Any, *, eps: float,
 rms_norm_p = define_primitive("rms_norm", family=FAMILY, operands=("x", "gamma"),
                               outputs=("out", "rstd"),
                               params=RMS_PARAMS, infer_meta=_rms_norm_meta,
-                              implementations={"xla": _rms_norm_impl},
+                              implementations=kernels.table("rms_norm", _rms_norm_impl),
                               multiple_results=True)
 rms_norm_jvp_p = define_primitive(
     "rms_norm_jvp", family=FAMILY, operands=("x", "gamma", "rstd", "tx", "tgamma"),
     params=RMS_PARAMS, infer_meta=_rms_norm_jvp_meta,
-    implementations={"xla": rms_norm_tangent})
+    implementations=kernels.table("rms_norm_jvp", rms_norm_tangent))
 rms_norm_vjp_p = define_primitive(
     "rms_norm_vjp", family=FAMILY, operands=("x", "gamma", "rstd", "g"), params=RMS_PARAMS,
-    infer_meta=_rms_norm_vjp_meta, implementations={"xla": rms_norm_cotangent},
-    multiple_results=True)
+    infer_meta=_rms_norm_vjp_meta, multiple_results=True,
+    implementations=kernels.table("rms_norm_vjp", rms_norm_cotangent))
 
 
 def rms_norm(x: ArrayLike, gamma: ArrayLike | None = None, *, eps: float = 1e-6,
-             weight_offset: float = 0.0) -> Array:
+             weight_offset: float = 0.0, block_sizes: kernels.BlockSizes | None = None
+             ) -> Array:
     """``x * rstd * (gamma + weight_offset)`` over the last axis, ``rstd =
     rsqrt(mean(x**2) + eps)`` (the trainer's rmsnorm; ``weight_offset`` is its
     rmsNormWeightOffset, e.g. 1 for gamma stored as gamma - 1). ``gamma=None``
@@ -217,16 +215,17 @@ def rms_norm(x: ArrayLike, gamma: ArrayLike | None = None, *, eps: float = 1e-6,
     offset) + xhat t_gamma``; backward ``dx = rstd (gw - xhat mean(gw xhat))``
     with ``gw = g (gamma + offset)``, ``dgamma = sum(g xhat)`` over the tokens.
     Three primitives: ``rms_norm`` (out and the ``rstd`` residual),
-    ``rms_norm_jvp``, ``rms_norm_vjp``.
+    ``rms_norm_jvp``, ``rms_norm_vjp``; ``block_sizes`` sets their kernels'
+    (``pallas.norm.BlockSizes``; never changes the result).
     """
     op = "rms_norm"
     eps = eps_param(op, eps)
     offset = number_param(op, "weight_offset", weight_offset) if gamma is not None else 0.0
     x = _rows_arg(op, x)
     x, gamma = _promote_all(op, {"x": x, "gamma": _affine_arg(op, "gamma", gamma, x, 1.0)})
-    out, _ = rms_norm_p.bind(x, gamma, eps=eps, weight_offset=offset,
-                             implementation=implementation())
-    return out
+    bind = partial(rms_norm_p.bind, eps=eps, weight_offset=offset,
+                   implementation=implementation(_blocks(op, block_sizes)))
+    return shard_map_bind(bind, (x, gamma), *kernels.labels(np.ndim(x), 1, 1))[0]
 
 
 def _rms_norm_reference(x: ArrayLike, gamma: ArrayLike | None = None, *, eps: float = 1e-6,
@@ -278,9 +277,9 @@ def _layer_norm_vjp_meta(x: Any, weight: Any, mean: Any, rstd: Any, g: Any, **pa
 
 def _layer_norm_impl(x: Array, weight: Array, bias: Array, *, eps: float) -> list[Array]:
     xf = upcast(x)
-    mean = _mean(xf)
+    mean = jnp.mean(xf, -1, keepdims=True)
     xc = xf - mean
-    rstd = jax.lax.rsqrt(_mean(xc * xc) + eps)
+    rstd = jax.lax.rsqrt(jnp.mean(xc * xc, -1, keepdims=True) + eps)
     out = xc * rstd * upcast(weight) + upcast(bias)
     return [out.astype(x.dtype), mean[..., 0], rstd[..., 0]]
 
@@ -334,20 +333,20 @@ def row_stat_tangents(x: Any, stats: Sequence[Any], tx: Any) -> list[Any]:
 layer_norm_p = define_primitive("layer_norm", family=FAMILY, operands=("x", "weight", "bias"),
                                 outputs=("out", "mean", "rstd"),
                                 params=LN_PARAMS, infer_meta=_layer_norm_meta,
-                                implementations={"xla": _layer_norm_impl},
+                                implementations=kernels.table("layer_norm", _layer_norm_impl),
                                 multiple_results=True)
 layer_norm_jvp_p = define_primitive(
     "layer_norm_jvp", family=FAMILY, operands=("x", "weight", "mean", "rstd", "tx", "tw", "tb"),
     params=LN_PARAMS, infer_meta=_layer_norm_jvp_meta,
-    implementations={"xla": layer_norm_tangent})
+    implementations=kernels.table("layer_norm_jvp", layer_norm_tangent))
 layer_norm_vjp_p = define_primitive(
     "layer_norm_vjp", family=FAMILY, operands=("x", "weight", "mean", "rstd", "g"),
     params=LN_PARAMS, infer_meta=_layer_norm_vjp_meta,
-    implementations={"xla": layer_norm_cotangent}, multiple_results=True)
+    implementations=kernels.table("layer_norm_vjp", layer_norm_cotangent), multiple_results=True)
 
 
 def layer_norm(x: ArrayLike, weight: ArrayLike | None = None, bias: ArrayLike | None = None, *,
-               eps: float = 1e-5) -> Array:
+               eps: float = 1e-5, block_sizes: kernels.BlockSizes | None = None) -> Array:
     """``(x - mean) rstd * weight + bias`` over the last axis, ``rstd =
     rsqrt(var + eps)`` (biased variance). weight and bias have shape
     ``(x.shape[-1],)``; None means 1 and 0.
@@ -357,15 +356,16 @@ def layer_norm(x: ArrayLike, weight: ArrayLike | None = None, bias: ArrayLike | 
     mean(gw) - xhat mean(gw xhat))``, ``gw = g weight``, ``dweight = sum(g
     xhat)``, ``dbias = sum(g)`` over the tokens. Three primitives:
     ``layer_norm`` (out and the mean / rstd residuals), ``layer_norm_jvp``,
-    ``layer_norm_vjp``.
+    ``layer_norm_vjp``; ``block_sizes`` as in rms_norm.
     """
     op = "layer_norm"
     eps = eps_param(op, eps)
     x = _rows_arg(op, x)
     x, weight, bias = _promote_all(op, {"x": x, "weight": _affine_arg(op, "weight", weight, x, 1.0),
                                         "bias": _affine_arg(op, "bias", bias, x, 0.0)})
-    out, _, _ = layer_norm_p.bind(x, weight, bias, eps=eps, implementation=implementation())
-    return out
+    bind = partial(layer_norm_p.bind, eps=eps,
+                   implementation=implementation(_blocks(op, block_sizes)))
+    return shard_map_bind(bind, (x, weight, bias), *kernels.labels(np.ndim(x), 2, 2))[0]
 
 
 def _layer_norm_reference(x: ArrayLike, weight: ArrayLike | None = None,

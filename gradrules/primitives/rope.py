@@ -17,17 +17,25 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray
-from ..core.args import as_array, float_array, int_param, number_param
+from ..core.args import as_array, block_sizes_param, float_array, int_param, number_param
 from ..core.kernels import Implementation, implementation
 from ..core.meta import check_dtype, op_name
-from ..core.numerics import acc_dtype
+from ..core.numerics import acc_dtype, rope_inv_freq, rope_rotate
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
+from ..pallas import rope as kernels
+from ..pallas.rope import BlockSizes
+from ._sharding import shard_map_bind
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
 FAMILY = "rope"
 _OP = "rope"
+
+
+# the public function's block_sizes argument: None or a valid BlockSizes
+_blocks = partial(block_sizes_param, cls=BlockSizes,
+                  public_name="gradrules.pallas.rope.BlockSizes")
 
 
 def _rope_infer_meta(x: Any, positions: Any, *, theta: float, inverse: bool,
@@ -48,7 +56,7 @@ def _rope_infer_meta(x: Any, positions: Any, *, theta: float, inverse: bool,
 def angles(positions: Array, head_dim: int, theta: float, dtype: Any) -> tuple[Array, Array]:
     """cos and sin of ``positions * theta ** (-2 i / head_dim)``, i < head_dim / 2,
     shaped ``[batch or 1, seq, 1, head_dim / 2]``."""
-    inv_freq = theta ** (-np.arange(0, head_dim // 2, dtype=np.float64) * 2.0 / head_dim)
+    inv_freq = rope_inv_freq(head_dim, theta)
     pos = jnp.asarray(positions).astype(dtype)
     pos = pos[None] if pos.ndim == 1 else pos
     ang = pos[:, :, None, None] * jnp.asarray(inv_freq, dtype)
@@ -63,16 +71,22 @@ def _rope_impl(x: Array, positions: Array, *, theta: float, inverse: bool) -> Ar
     if inverse:
         sin = -sin
     x1, x2 = x[..., :half].astype(acc), x[..., half:].astype(acc)
-    return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1).astype(x.dtype)
+    return jnp.concatenate(rope_rotate(x1, x2, cos, sin), -1).astype(x.dtype)
 
 
 rope_p = define_primitive("rope", family=FAMILY, operands=("x", "positions"),
                           params=("theta", "inverse"), infer_meta=_rope_infer_meta,
-                          implementations={"xla": _rope_impl})
+                          implementations={"xla": _rope_impl, "pallas": kernels.rope,
+                                           "supports": kernels.supports})
+
+
+# the dims a mesh may shard (primitives/_sharding): all but head_dim
+_X_LABELS = ("batch", "seq", "heads", None)
+_POSITION_LABELS = {1: ("seq",), 2: ("batch", "seq")}
 
 
 def rope(x: ArrayLike, *, positions: ArrayLike | None = None, start_pos: int = 0,
-         theta: float = 10000.0) -> Array:
+         theta: float = 10000.0, block_sizes: BlockSizes | None = None) -> Array:
     """Rotary position embedding of ``x [B, S, H, D]`` (D even), rotate-half.
 
     With ``f_i = theta ** (-2 i / D)`` and the angle ``a = p f_i`` of position
@@ -84,6 +98,12 @@ def rope(x: ArrayLike, *, positions: ArrayLike | None = None, start_pos: int = 0
     Linear in x: the tangent is rope of the tangent, and the transpose is the
     inverse rotation (rope with the angle negated). ``positions`` takes no
     tangent. 16-bit input is rotated in float32.
+
+    One primitive, ``rope``, with an XLA lowering and a Pallas kernel
+    (``pallas/rope.py``); ``block_sizes``, a ``pallas.rope.BlockSizes``, sets
+    the kernel's tiles (never the result). On a mesh the primitive is bound
+    inside ``jax.shard_map`` over the axes that x's batch, seq and heads are
+    sharded on (``primitives/_sharding``).
     """
     x = float_array(_OP, "x", x)
     if np.ndim(x) != 4:
@@ -100,8 +120,12 @@ def rope(x: ArrayLike, *, positions: ArrayLike | None = None, start_pos: int = 0
         positions = as_array(_OP, "positions", positions)
         check_dtype(_OP, "positions", jnp.result_type(positions), "int")
         positions = jnp.asarray(positions) if np.ndim(positions) == 0 else positions
-    return rope_p.bind(x, positions, theta=theta, inverse=False,
-                       implementation=implementation())
+    params = dict(theta=theta, inverse=False,
+                  implementation=implementation(_blocks(_OP, block_sizes)))
+    (out,) = shard_map_bind(lambda x, p: [rope_p.bind(x, p, **params)], (x, positions),
+                            (_X_LABELS, _POSITION_LABELS.get(np.ndim(positions), ())),
+                            (_X_LABELS,))
+    return out
 
 
 @partial(jax.jit, static_argnames=("start_pos", "theta"))

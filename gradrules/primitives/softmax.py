@@ -11,27 +11,37 @@ The tangent maps and backwards are written once, in gradrules ops
 (``softmax_tangent``, ``log_softmax_tangent``, ``log_softmax_cotangent``):
 that composition is their XLA lowering and the function their JVP rules
 differentiate. The forwards are lowered from plain jax.numpy with the
-library's one stable log-sum-exp (``_fused.log_sum_exp``).
+library's one stable log-sum-exp (``_fused.log_sum_exp``). Each of the six
+primitives also has a Pallas kernel over the last axis
+(``pallas/softmax.py``); where one may run, the public functions move
+another axis to the end and back. On a mesh the forward is bound inside
+``jax.shard_map`` over the other dims (``primitives/_sharding``).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from .._jax import aval_of
-from ..core.args import float_array
+from ..core.args import block_sizes_param, float_array
+from ..core.config import config
 from ..core.kernels import implementation
 from ..core.meta import normalize_axis
 from ..core.numerics import acc_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
+from ..pallas import softmax as kernels
+from ..pallas.softmax import BlockSizes
 from ._compose import cast
 from ._fused import log_sum_exp, matching_meta, upcast
+from ._sharding import shard_map_bind
 from .arithmetic import multiply, subtract
 from .reduction import sum as gr_sum
+from .shape import moveaxis
 from .unary import exp
 
 Array = jax.Array
@@ -39,9 +49,48 @@ ArrayLike = jax.typing.ArrayLike
 FAMILY = "softmax"
 
 
-def _row_args(op: str, x: Any, axis: Any) -> tuple[Any, dict[str, Any]]:
+# the public function's block_sizes argument: None or a valid BlockSizes
+_blocks = partial(block_sizes_param, cls=BlockSizes,
+                  public_name="gradrules.pallas.softmax.BlockSizes")
+
+
+def _kernel_may_run(x: Any) -> bool:
+    """Whether a Pallas kernel may lower this call: chosen explicitly, or
+    ``"auto"`` on a GPU, for a dtype the kernels take."""
+    kernel = config.kernel
+    chosen = kernel in ("pallas", "interpret") or (kernel == "auto"
+                                                     and jax.default_backend() == "gpu")
+    return chosen and jnp.result_type(x) in kernels.DTYPES
+
+
+def _row_labels(ndim: int, axis: int) -> tuple[str | None, ...]:
+    """The sharding labels (``primitives/_sharding``) of a row op's operand:
+    dim 0 ``"batch"``, the other leading dims ``"rows<d>"``, ``axis`` None."""
+    return tuple(None if d == axis else "batch" if d == 0 else f"rows{d}" for d in range(ndim))
+
+
+def _bind_rows(prim: Any, x: Any, *, axis: int, moved: bool, **params: Any) -> list[Array]:
+    """``[prim(x)]`` along ``axis``; with ``moved``, bound on the last axis
+    with ``axis`` moved there and back (the kernels work on the last axis)."""
+    if not moved:
+        return [prim.bind(x, axis=axis, **params)]
+    last = jnp.ndim(x) - 1
+    return [moveaxis(prim.bind(moveaxis(x, axis, last), axis=last, **params), last, axis)]
+
+
+def _rowwise(op: str, prim: Any, x: Any, axis: Any, block_sizes: Any) -> Array:
+    """``prim`` bound on ``x`` along ``axis``, inside ``shard_map`` over its
+    other dims; where a kernel may run and ``axis`` is not the last, the axis
+    is moved to the end and back inside (on each shard)."""
     x = float_array(op, "x", x)
-    return x, {"axis": normalize_axis(op, axis, jnp.ndim(x)), "implementation": implementation()}
+    ndim = jnp.ndim(x)
+    axis = normalize_axis(op, axis, ndim)
+    moved = ndim > 1 and axis != ndim - 1 and _kernel_may_run(x)
+    labels = _row_labels(ndim, axis)
+    bind = partial(_bind_rows, prim, axis=axis, moved=moved,
+                   implementation=implementation(_blocks(op, block_sizes)))
+    (y,) = shard_map_bind(bind, (x,), (labels,), (labels,))
+    return y
 
 
 def _reference_parts(x: ArrayLike, axis: int) -> tuple[Array, Array, Any]:
@@ -75,27 +124,34 @@ def softmax_tangent(y: Any, t: Any, *, axis: int) -> Any:
 softmax_p = define_primitive("softmax", family=FAMILY, operands=("x",), outputs=("y",),
                              params=("axis",),
                              infer_meta=matching_meta("softmax", ("x",)),
-                             implementations={"xla": _softmax_xla})
+                             implementations={"xla": _softmax_xla,
+                                              "pallas": kernels.softmax_forward,
+                                              "supports": kernels.supports})
 softmax_jvp_p = define_primitive("softmax_jvp", family=FAMILY, operands=("y", "t"),
                                  params=("axis",),
                                  infer_meta=matching_meta("softmax_jvp", ("y", "t")),
-                                 implementations={"xla": softmax_tangent})
+                                 implementations={"xla": softmax_tangent,
+                                                  "pallas": kernels.softmax_jvp,
+                                                  "supports": kernels.supports})
 softmax_vjp_p = define_primitive("softmax_vjp", family=FAMILY, operands=("y", "g"),
                                  params=("axis",),
                                  infer_meta=matching_meta("softmax_vjp", ("y", "g")),
-                                 implementations={"xla": softmax_tangent})
+                                 implementations={"xla": softmax_tangent,
+                                                  "pallas": kernels.softmax_vjp,
+                                                  "supports": kernels.supports})
 
 
-def softmax(x: ArrayLike, *, axis: int = -1) -> Array:
+def softmax(x: ArrayLike, *, axis: int = -1, block_sizes: BlockSizes | None = None) -> Array:
     """``y = exp(x - lse(x))`` along ``axis`` (any axis, negative allowed).
 
     Three primitives: ``softmax`` (forward), ``softmax_jvp(y, t) = y * (t -
     sum(y t))`` and ``softmax_vjp(y, g) = y * (g - sum(y g))`` (the Jacobian
     ``diag(y) - y y^T`` is symmetric). A row of all ``-inf`` gives 0 with zero
-    derivatives. 16-bit input is computed in float32.
+    derivatives. 16-bit input is computed in float32. ``block_sizes``, a
+    ``pallas.softmax.BlockSizes``, sets the Pallas kernels' blocks (it never
+    changes the result).
     """
-    x, params = _row_args("softmax", x, axis)
-    return softmax_p.bind(x, **params)
+    return _rowwise("softmax", softmax_p, x, axis, block_sizes)
 
 
 def _softmax_reference(x: ArrayLike, *, axis: int = -1) -> Array:
@@ -132,27 +188,34 @@ def log_softmax_cotangent(logp: Any, g: Any, *, axis: int) -> Any:
 log_softmax_p = define_primitive("log_softmax", family=FAMILY, operands=("x",), outputs=("logp",),
                                  params=("axis",),
                                  infer_meta=matching_meta("log_softmax", ("x",)),
-                                 implementations={"xla": _log_softmax_xla})
+                                 implementations={"xla": _log_softmax_xla,
+                                                  "pallas": kernels.log_softmax_forward,
+                                                  "supports": kernels.supports})
 log_softmax_jvp_p = define_primitive("log_softmax_jvp", family=FAMILY, operands=("logp", "t"),
                                      params=("axis",),
                                      infer_meta=matching_meta("log_softmax_jvp", ("logp", "t")),
-                                     implementations={"xla": log_softmax_tangent})
+                                     implementations={"xla": log_softmax_tangent,
+                                                      "pallas": kernels.log_softmax_jvp,
+                                                      "supports": kernels.supports})
 log_softmax_vjp_p = define_primitive("log_softmax_vjp", family=FAMILY, operands=("logp", "g"),
                                      params=("axis",),
                                      infer_meta=matching_meta("log_softmax_vjp", ("logp", "g")),
-                                     implementations={"xla": log_softmax_cotangent})
+                                     implementations={"xla": log_softmax_cotangent,
+                                                      "pallas": kernels.log_softmax_vjp,
+                                                      "supports": kernels.supports})
 
 
-def log_softmax(x: ArrayLike, *, axis: int = -1) -> Array:
+def log_softmax(x: ArrayLike, *, axis: int = -1,
+                block_sizes: BlockSizes | None = None) -> Array:
     """``x - lse(x)`` along ``axis``, computed stably.
 
     Three primitives: ``log_softmax`` (forward), ``log_softmax_jvp(logp, t) =
     t - sum(exp(logp) t)`` and its transpose ``log_softmax_vjp(logp, g) = g -
     exp(logp) sum(g)``. A row of all ``-inf`` gives ``-inf`` (log of the 0 of
-    softmax) and passes tangents through unchanged.
+    softmax) and passes tangents through unchanged. ``block_sizes``: as
+    for ``softmax``.
     """
-    x, params = _row_args("log_softmax", x, axis)
-    return log_softmax_p.bind(x, **params)
+    return _rowwise("log_softmax", log_softmax_p, x, axis, block_sizes)
 
 
 def _log_softmax_reference(x: ArrayLike, *, axis: int = -1) -> Array:

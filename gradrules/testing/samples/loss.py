@@ -1,8 +1,12 @@
 """Samples of the loss family: ignore_index on some and on every token, label
 smoothing, z-loss, -inf logits, every reduction, class weights for nll_loss
-and a token axis of rank 2 for fused_linear_cross_entropy."""
+and a token axis of rank 2 for fused_linear_cross_entropy. ``KERNEL_CASES``:
+the cross_entropy calls of the Pallas kernel tests."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -59,3 +63,66 @@ def _flce(rng: np.random.Generator) -> list[Sample]:
 OPINFOS = [OpInfo("cross_entropy", _cross_entropy),
            OpInfo("nll_loss", _nll_loss),
            OpInfo("fused_linear_cross_entropy", _flce)]
+
+
+@dataclass(frozen=True)
+class KernelCase:
+    """A call of cross_entropy for the kernel tests (interpret mode against
+    the XLA lowering, and the CUDA lowering): logits of ``shape`` (a quarter
+    of the tokens ignored), the keyword arguments ``kwargs`` and the kernels'
+    ``blocks`` (rows, vocab; None: the defaults). ``minus_inf``: some
+    logits off the labels are ``-inf`` (masked classes; only without label
+    smoothing, which would make the loss infinite)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    kwargs: tuple[tuple[str, Any], ...]
+    blocks: tuple[int, int] | None
+    minus_inf: bool = False
+
+    def arrays(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """``(logits, labels)``: float64 logits in [-4, 4) and int32 labels."""
+        logits = floats(rng, self.shape, -4.0, 4.0)
+        labels = _labels(rng, self.shape[:-1], self.shape[-1])
+        if self.minus_inf:
+            off = rng.uniform(size=self.shape) < 0.05
+            np.put_along_axis(off, np.clip(labels, 0, None)[..., None], False, -1)
+            logits[off] = -np.inf
+        return logits, labels
+
+
+KERNEL_CASES = [
+    KernelCase("vocab-5000-smoothing-zloss-f32", (2, 5, 5000), "float32",
+               (("label_smoothing", 0.1), ("z_loss", 1e-3)), (4, 1024)),
+    KernelCase("vocab-5000-smoothing-zloss-bf16", (2, 5, 5000), "bfloat16",
+               (("label_smoothing", 0.1), ("z_loss", 1e-3), ("reduction", "sum")), (2, 2048)),
+    KernelCase("vocab-1100-minus-inf-none-f32", (7, 1100), "float32",
+               (("reduction", "none"),), None, minus_inf=True),
+]
+
+
+@dataclass(frozen=True)
+class FlceCase:
+    """A call of fused_linear_cross_entropy for the kernel tests: ``h
+    [tokens, hidden]``, ``w [hidden, vocab]`` (``shape = (tokens, hidden,
+    vocab)``), a quarter of the tokens ignored, the keyword arguments
+    ``kwargs``."""
+
+    name: str
+    shape: tuple[int, int, int]
+    dtype: str
+    kwargs: tuple[tuple[str, Any], ...]
+
+    def arrays(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(h, w, labels)``: float64 h and w, int32 labels."""
+        tokens, hidden, vocab = self.shape
+        return (floats(rng, (tokens, hidden)), floats(rng, (hidden, vocab), -0.5, 0.5),
+                _labels(rng, (tokens,), vocab))
+
+
+FLCE_KERNEL_CASES = [
+    FlceCase("vocab-1000-smoothing-zloss-f32", (21, 48, 1000), "float32",
+             (("label_smoothing", 0.1), ("z_loss", 1e-3))),
+    FlceCase("vocab-1000-none-bf16", (21, 48, 1000), "bfloat16", (("reduction", "none"),)),
+]

@@ -5,8 +5,12 @@ several channels, batch_norm in training and inference in both layouts."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 
+from ...pallas.norm import BlockSizes
 from . import OpInfo, Sample, floats
 
 
@@ -46,3 +50,45 @@ def _batch_norm(rng: np.random.Generator) -> list[Sample]:
 
 OPINFOS = [OpInfo("rms_norm", _rms_norm), OpInfo("layer_norm", _layer_norm),
            OpInfo("group_norm", _group_norm), OpInfo("batch_norm", _batch_norm)]
+
+
+@dataclass(frozen=True)
+class KernelCase:
+    """A call of rms_norm or layer_norm for the kernel tests (interpret mode
+    against the XLA lowering, and the CUDA lowering). ``affine``: how many of
+    the per-column operands (gamma; weight, bias) are given (the others
+    None); ``blocks``: the kernels' block sizes (None: the defaults)."""
+
+    name: str
+    op: str
+    shape: tuple[int, ...]
+    dtype: str
+    affine: int
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    blocks: BlockSizes | None = None
+
+    def arrays(self, rng: np.random.Generator) -> list[np.ndarray]:
+        """``[x, *affine]`` (float64): x off-centre, so that layer_norm's mean matters."""
+        d = self.shape[-1]
+        return [floats(rng, self.shape, -1.5, 2.5)] + [floats(rng, (d,)) for _ in
+                                                        range(self.affine)]
+
+    def call_kwargs(self) -> dict[str, Any]:
+        return dict(self.kwargs, block_sizes=self.blocks)
+
+
+# Widths 1000 and 1100 (not powers of two: masked columns), rows that do not
+# fill the last row block, float32 and bfloat16 (float32 accumulation), and a
+# forced small column block (64 of a 300-wide row: the column loops of every
+# kernel and the backward's stats kernel) with a backward of 3 programs
+# looping over chunks of row blocks; weight_offset; layer_norm without bias.
+_LOOP = BlockSizes(block_rows=4, block_cols=64, programs_bwd=3)
+KERNEL_CASES = [
+    KernelCase("rms-1000-f32", "rms_norm", (3, 50, 1000), "float32", 1,
+               {"weight_offset": 1.0}),
+    KernelCase("rms-1100-bf16", "rms_norm", (40, 1100), "bfloat16", 1),
+    KernelCase("rms-loop-f32", "rms_norm", (37, 300), "float32", 1, {"eps": 1e-5}, _LOOP),
+    KernelCase("ln-1000-f32", "layer_norm", (2, 33, 1000), "float32", 2),
+    KernelCase("ln-1100-bf16", "layer_norm", (40, 1100), "bfloat16", 2),
+    KernelCase("ln-loop-f32", "layer_norm", (37, 300), "float32", 1, {"eps": 1e-3}, _LOOP),
+]

@@ -1,9 +1,12 @@
 """Samples of the softmax family: last and leading axes, a size-0 dim, a
 single-entry axis and, for softmax, rows with -inf entries and a row that is
 all -inf (log_softmax is -inf there, where finite differences do not apply:
-tests/test_softmax.py covers it)."""
+tests/test_softmax.py covers it); and ``KERNEL_CASES``, the calls of the
+Pallas kernel tests (tests/test_softmax_kernels.py)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,3 +29,47 @@ def _with_inf(rng: np.random.Generator) -> list[Sample]:
 
 
 OPINFOS = [OpInfo("softmax", _with_inf), OpInfo("log_softmax", _rows)]
+
+
+@dataclass(frozen=True)
+class KernelCase:
+    """A call of softmax or log_softmax for the kernel tests (interpret mode
+    against the XLA lowering, and the CUDA lowering). ``blocks``:
+    ``(block_rows, block_cols)`` or None for the defaults; a ``block_cols``
+    below the width makes the kernels loop over column blocks. ``inf``: some
+    ``-inf`` entries and a row of all ``-inf`` (softmax only: log_softmax is
+    ``-inf`` there)."""
+
+    name: str
+    op: str
+    shape: tuple[int, ...]
+    dtype: str
+    axis: int = -1
+    blocks: tuple[int, int] | None = None
+    inf: bool = False
+
+    def array(self, rng: np.random.Generator) -> np.ndarray:
+        """x (float64), with the ``-inf`` entries of ``inf``."""
+        x = floats(rng, self.shape, -4.0, 4.0)
+        if self.inf:
+            rows = np.moveaxis(x, self.axis, -1)           # a view
+            rows[(0,) * (rows.ndim - 1)] = -np.inf
+            rows[(1,) * (rows.ndim - 1) + (slice(None, None, 3),)] = -np.inf
+        return x
+
+
+# Widths that are not powers of two (1000: one masked block; 1100 with a
+# forced block_cols: the column loop with a partial last block), row counts
+# that leave a partial row block, a leading axis (moved to the end), -inf
+# entries with an all -inf row, float32 and bfloat16.
+KERNEL_CASES = [
+    KernelCase("softmax-1000-f32", "softmax", (3, 5, 1000), "float32", inf=True),
+    KernelCase("softmax-loop-1100-f32", "softmax", (37, 1100), "float32", blocks=(8, 256),
+               inf=True),
+    KernelCase("softmax-axis0-bf16", "softmax", (1000, 6), "bfloat16", axis=0),
+    KernelCase("log_softmax-1100-f32", "log_softmax", (2, 1100, 7), "float32", axis=1),
+    KernelCase("log_softmax-loop-1000-f32", "log_softmax", (19, 1000), "float32",
+               blocks=(4, 128)),
+    KernelCase("log_softmax-loop-1000-bf16", "log_softmax", (9, 1000), "bfloat16",
+               blocks=(2, 256)),
+]

@@ -1,0 +1,167 @@
+"""The Pallas rms_norm and layer_norm kernels, proven on the CPU.
+
+* In interpret mode (the Pallas interpreter), forward, the grads of every
+  float input, ``jax.jvp`` and a Hessian-vector product agree with the XLA
+  lowering on every case of ``KERNEL_CASES`` (float32 round-off for float32;
+  bfloat16 rounding of the outputs for bfloat16), the column-loop path
+  (a forced small column block) among them.
+* Lowered for CUDA (without a GPU), forward, grad and jvp under
+  ``kernel="auto"`` hold a Triton kernel call for every primitive of the op,
+  for each dtype the kernels take; a call they do not take lowers to XLA
+  under "auto" and raises under "pallas".
+* Rows sharded on 8 simulated CPU devices (this file run as a script in a
+  process of its own) give the unsharded values with no all-gather.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jax
+import jax.numpy as jnp
+
+from jax.sharding import AxisType, NamedSharding, PartitionSpec
+
+import gradrules
+from gradrules.cli import main as cli_main
+from gradrules.pallas.norm import BlockSizes, supports
+from gradrules.testing.gpu import cuda_hlo, triton_calls
+from gradrules.testing.kernels import assert_kernels_match_xla
+from gradrules.testing.samples.norm import KERNEL_CASES, KernelCase
+
+
+def _fn(case: KernelCase):
+    op = getattr(gradrules, case.op)
+    kwargs = case.call_kwargs()
+    return lambda *args: op(*args, **kwargs)
+
+
+@pytest.mark.parametrize("case", KERNEL_CASES, ids=lambda c: c.name)
+def test_the_interpreted_kernels_agree_with_the_xla_lowering(case):
+    primals = tuple(jnp.asarray(a, case.dtype) for a in case.arrays(np.random.default_rng(0)))
+    tangents = tuple(jnp.asarray(a, case.dtype) for a in case.arrays(np.random.default_rng(1)))
+    assert supports(*primals, primals[0], blocks=case.blocks) is None
+    assert_kernels_match_xla(_fn(case), primals, tangents, case.dtype,
+                             weight=lambda out: out * jnp.sin(out))
+
+
+# ------------------------------------------------------------ CUDA lowering
+def _kernels(op: str, wide: bool) -> dict[str, set[str]]:
+    backward = {f"{op}_forward", f"{op}_backward", f"{op}_dweight"}
+    return {"forward": {f"{op}_forward"},
+            "grad": backward | ({f"{op}_backward_stats"} if wide else set()),
+            "jvp": {f"{op}_forward", f"{op}_jvp"}}
+
+
+def _modes(case: KernelCase):
+    f = _fn(case)
+
+    def loss(*args):
+        return jnp.sum(f(*args).astype(jnp.float32))
+    return {"forward": f, "grad": jax.grad(loss, argnums=(0, 1)),
+            "jvp": lambda *a: jax.jvp(f, a, a)}
+
+
+def _structs(case: KernelCase, dtype: str) -> list[jax.ShapeDtypeStruct]:
+    return [jax.ShapeDtypeStruct(a.shape, dtype) for a in case.arrays(np.random.default_rng(0))]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("case", [KERNEL_CASES[0], KERNEL_CASES[2], KERNEL_CASES[4]],
+                         ids=lambda c: c.name)
+def test_forward_grad_and_jvp_lower_to_triton_kernels_for_cuda(case, dtype):
+    expected = _kernels(case.op, wide=case.blocks is not None)
+    for mode, fn in _modes(case).items():
+        text = cuda_hlo(fn, *_structs(case, dtype))
+        assert set(re.findall(rf'name = "({case.op}_\w+)"', text)) == expected[mode], mode
+        assert triton_calls(text) == len(expected[mode]), mode
+
+
+def test_a_row_of_65536_lowers_and_a_wider_one_runs_xla_under_auto():
+    case = KERNEL_CASES[0]
+    for width, calls in ((65536, 4), (65537, 0)):
+        x, w = jax.ShapeDtypeStruct((8, width), "bfloat16"), jax.ShapeDtypeStruct((width,),
+                                                                                 "bfloat16")
+        assert triton_calls(cuda_hlo(_modes(case)["grad"], x, w)) == calls
+
+
+def test_a_call_the_kernels_do_not_take_runs_xla_under_auto_and_raises_under_pallas():
+    x = jax.ShapeDtypeStruct((4, 100), "float32")
+    f = jax.grad(lambda x: jnp.sum(gradrules.rms_norm(x, block_sizes=BlockSizes(block_cols=24))))
+    assert triton_calls(cuda_hlo(f, x)) == 0
+    with gradrules.config.using(kernel="pallas"):
+        with pytest.raises(NotImplementedError, match=r"gradrules\.rms_norm: kernel='pallas': "
+                           r"the Pallas kernel does not take this call \(block_cols=24"):
+            jax.make_jaxpr(f)(x)
+
+
+def test_block_sizes_reach_the_primitive_and_bad_ones_are_refused():
+    x = jnp.zeros((2, 8), jnp.float32)
+    blocks = BlockSizes(block_rows=2, block_cols=16)
+    assert repr(blocks) in str(jax.make_jaxpr(
+        lambda x: gradrules.layer_norm(x, block_sizes=blocks))(x))
+    with pytest.raises(TypeError, match=r"gradrules\.rms_norm: block_sizes must be a"):
+        gradrules.rms_norm(x, block_sizes=(16, 16))
+    with pytest.raises(ValueError, match=r"gradrules\.layer_norm: block_rows must be an int >= 1"):
+        gradrules.layer_norm(x, block_sizes=BlockSizes(block_rows=0))
+
+
+@pytest.mark.parametrize("op", ["rms_norm", "layer_norm"])
+def test_gradrules_list_says_which_calls_the_kernels_take(op, capsys):
+    assert cli_main(["list", op]) == 0
+    out = capsys.readouterr().out
+    assert out.count("lowering[pallas]") == 3
+    assert out.count("pallas takes: float16, bfloat16 and float32; rows of any width from 1 "
+                     "to 65536") == 3
+
+
+# ------------------------------------------------------------------ sharding
+def _sharded_rows(axis_type: AxisType) -> dict:
+    """The grads of layer_norm and rms_norm (kernel "interpret") with x
+    ``[4, 8, 100]`` sharded on its two leading dims (Explicit: data and seq;
+    Auto: data, the config's batch axis), against the unsharded run."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 8, 100), np.float32) + 0.5
+    w, b = (rng.standard_normal(100, np.float32) for _ in range(2))
+
+    def loss(x, w, b):
+        return jnp.sum(jnp.sin(gradrules.layer_norm(x, w, b))
+                       + gradrules.rms_norm(x, w, weight_offset=1.0) ** 2)
+
+    grad = jax.value_and_grad(loss, argnums=(0, 1, 2))
+    with gradrules.config.using(kernel="interpret"):
+        ref = jax.jit(grad)(x, w, b)
+    mesh = jax.make_mesh((2, 4), ("data", "seq"), axis_types=(axis_type,) * 2)
+    spec = PartitionSpec("data", "seq" if axis_type == AxisType.Explicit else None, None)
+    xs = jax.device_put(x, NamedSharding(mesh, spec))
+    with jax.set_mesh(mesh), gradrules.config.using(kernel="interpret", batch_axes="data"):
+        f = jax.jit(grad)
+        got = f(xs, w, b)
+        hlo = f.lower(xs, w, b).compile().as_text()
+    diffs = [float(np.abs(np.asarray(a) - r).max() / np.abs(r).max())
+             for a, r in zip(jax.tree.leaves(got), map(np.asarray, jax.tree.leaves(ref)))]
+    return {"diffs": diffs, "all_gathers": len(re.findall(r"all-gather(-start)?\(", hlo))}
+
+
+def test_sharded_rows_match_unsharded_without_gathering():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    done = subprocess.run([sys.executable, __file__], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert max(row["diffs"]) < 1e-5, row
+        assert row["all_gathers"] == 0, row
+
+
+if __name__ == "__main__":
+    for kind in (AxisType.Explicit, AxisType.Auto):
+        print(json.dumps(_sharded_rows(kind)), flush=True)
