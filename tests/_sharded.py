@@ -1,20 +1,21 @@
 """Run by tests/test_sharding.py in a process of its own, with 8 simulated
-CPU devices. Prints one JSON line per case: the largest differences of the
-loss and the grads from the unsharded run, the all-gathers in the compiled
-HLO and the spec of the first grad.
-
-* attention cases: under jax.jit on a (data=2, model=4) mesh with q, k, v
-  sharded on batch and heads, kernel "interpret"; the grads of q, k, v and
-  of a bias broadcast over batch and queries;
-* "user-shard-map": gradrules ops (rms_norm, tanh) inside the user's own
-  ``jax.shard_map`` (with its default vma checks) over a batch-sharded x and
-  a replicated weight, whose gradient sums over the shards."""
+CPU devices. For each case of ``CASES`` and each mesh axis type (Explicit,
+and Auto with ``gradrules.config.batch_axes`` / ``head_axes``), the jitted
+``value_and_grad`` of the case's loss under kernel "interpret" with the
+operands sharded as the case says, against the unsharded run. Prints one
+JSON line per (case, axis type): the largest relative differences of the
+loss and the grads, the all-gathers in the compiled HLO and the spec of the
+first grad. "user-shard-map" is gradrules ops (rms_norm, tanh) inside the
+user's own ``jax.shard_map`` (its default vma checks) over a batch-sharded x
+and a replicated weight, whose gradient sums over the shards."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
@@ -23,45 +24,108 @@ import numpy as np  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-from jax.sharding import AxisType, NamedSharding, PartitionSpec  # noqa: E402
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P  # noqa: E402
 
 import gradrules  # noqa: E402
+from gradrules.pallas.loss import BlockSizes as LossBlocks  # noqa: E402
+from gradrules.pallas.softmax import BlockSizes as SoftmaxBlocks  # noqa: E402
 
-CASES = {"explicit-gqa": (AxisType.Explicit, 4), "auto-gqa": (AxisType.Auto, 4),
-         "auto-mqa": (AxisType.Auto, 1)}
-
-
-def loss(q, k, v, bias):
-    out = gradrules.attention(q, k, v, bias=bias, causal=True, block_q=16, block_k=16)
-    return jnp.sum(out * out)
+rng = np.random.default_rng(0)
+normal = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
 
 
-def run(name: str) -> dict:
-    axis_type, hkv = CASES[name]
-    rng = np.random.default_rng(0)
-    B, S, H, D = 4, 32, 8, 16
-    q = rng.standard_normal((B, S, H, D), np.float32)
-    k, v = (rng.standard_normal((B, S, hkv, D), np.float32) for _ in range(2))
-    bias = rng.standard_normal((1, H, 1, S), np.float32)
-    grad = jax.value_and_grad(loss, argnums=(0, 1, 2, 3))
+@dataclass
+class Case:
+    """A loss of ``arrays`` (the grads taken at ``argnums``) on a mesh of
+    ``mesh`` sizes and axis names; ``specs[axis type]``: each array's
+    PartitionSpec (None: left unplaced); ``axes``: the config's batch and
+    head axes for Auto meshes."""
+
+    loss: Callable[..., Any]
+    arrays: list[np.ndarray]
+    argnums: tuple[int, ...]
+    mesh: tuple[tuple[int, ...], tuple[str, ...]]
+    specs: dict[AxisType, tuple[P | None, ...]]
+    axes: dict[str, str] = field(default_factory=lambda: {"batch_axes": "data"})
+
+
+def _attention(hkv: int) -> Case:
+    kv = P("data", None, "model" if hkv > 1 else None, None)
+    specs = (P("data", None, "model", None), kv, kv, None)
+    return Case(lambda q, k, v, bias: jnp.sum(gradrules.attention(
+        q, k, v, bias=bias, causal=True, block_q=16, block_k=16) ** 2),
+        [normal(4, 32, 8, 16), normal(4, 32, hkv, 16), normal(4, 32, hkv, 16),
+         normal(1, 8, 1, 32)], (0, 1, 2, 3), ((2, 4), ("data", "model")),
+        {AxisType.Explicit: specs, AxisType.Auto: specs},
+        {"batch_axes": "data", "head_axes": "model"})
+
+
+def _cross_entropy_labels(tokens: tuple[int, ...]) -> np.ndarray:
+    labels = rng.integers(0, 300, tokens).astype(np.int32)
+    labels[0, :2] = -100
+    return labels
+
+
+_CE = dict(label_smoothing=0.1, z_loss=1e-3)
+CASES = {
+    "attention-gqa": _attention(4),
+    "attention-mqa": _attention(1),
+    "norm": Case(
+        lambda x, w, b: jnp.sum(jnp.sin(gradrules.layer_norm(x, w, b))
+                                + gradrules.rms_norm(x, w, weight_offset=1.0) ** 2),
+        [normal(4, 8, 100) + 0.5, normal(100), normal(100)], (0, 1, 2),
+        ((2, 4), ("data", "seq")),
+        {AxisType.Explicit: (P("data", "seq", None), None, None),
+         AxisType.Auto: (P("data", None, None), None, None)}),
+    "softmax": Case(
+        lambda x: jnp.sum(gradrules.log_softmax(x, axis=1)
+                          * gradrules.softmax(x, axis=1, block_sizes=SoftmaxBlocks(4, 32))),
+        [normal(4, 100, 8)], (0,), ((2, 4), ("data", "model")),
+        {AxisType.Explicit: (P("data", None, "model"),), AxisType.Auto: (P("data"),)}),
+    "cross_entropy": Case(
+        lambda x, labels: gradrules.cross_entropy(x, labels, **_CE,
+                                                  block_sizes=LossBlocks(rows=2, vocab=128)),
+        [normal(4, 6, 300), _cross_entropy_labels((4, 6))], (0,), ((4, 2), ("data", "model")),
+        {AxisType.Explicit: (P("data", "model", None), P("data", "model")),
+         AxisType.Auto: (P("data", None), P("data"))}),
+    "fused_linear_cross_entropy": Case(
+        lambda h, w, labels: gradrules.fused_linear_cross_entropy(h, w, labels, **_CE),
+        [normal(8, 4, 16), 0.3 * normal(16, 300), _cross_entropy_labels((8, 4))], (0, 1),
+        ((8,), ("data",)),
+        {AxisType.Explicit: (P("data", None, None), None, P("data", None)),
+         AxisType.Auto: (P("data", None), None, P("data"))}),
+    "silu_gated": Case(
+        lambda g, u: jnp.sum(jnp.square(gradrules.silu_gated(g, u, limit=2.0))),
+        [normal(8, 6, 1000), normal(8, 6, 1000)], (0, 1), ((2, 4), ("data", "model")),
+        {AxisType.Explicit: (P("data", None, "model"),) * 2,
+         AxisType.Auto: (P("data", None, None),) * 2}),
+    "rope": Case(
+        lambda x, p: jnp.sum(jnp.square(gradrules.rope(x, positions=p)) * jnp.cos(x)),
+        [normal(4, 6, 8, 64), rng.integers(0, 100, (4, 6))], (0,), ((2, 4), ("data", "model")),
+        {t: (P("data", None, "model", None), P("data", None))
+         for t in (AxisType.Explicit, AxisType.Auto)},
+        {"batch_axes": "data", "head_axes": "model"}),
+}
+
+
+def run(name: str, axis_type: AxisType) -> dict:
+    case = CASES[name]
+    grad = jax.value_and_grad(case.loss, argnums=case.argnums)
     with gradrules.config.using(kernel="interpret"):
-        ref = jax.jit(grad)(q, k, v, bias)
-    mesh = jax.make_mesh((2, 4), ("data", "model"), axis_types=(axis_type,) * 2)
-    spec = PartitionSpec("data", None, "model" if hkv > 1 else None, None)
-    qs = jax.device_put(q, NamedSharding(mesh, PartitionSpec("data", None, "model", None)))
-    ks, vs = (jax.device_put(x, NamedSharding(mesh, spec)) for x in (k, v))
-    with jax.set_mesh(mesh), gradrules.config.using(kernel="interpret", batch_axes="data",
-                                                    head_axes="model"):
+        ref = jax.jit(grad)(*case.arrays)
+    sizes, names = case.mesh
+    mesh = jax.make_mesh(sizes, names, axis_types=(axis_type,) * len(sizes))
+    args = [a if s is None else jax.device_put(a, NamedSharding(mesh, s))
+            for a, s in zip(case.arrays, case.specs[axis_type])]
+    with jax.set_mesh(mesh), gradrules.config.using(kernel="interpret", **case.axes):
         f = jax.jit(grad)
-        got = f(qs, ks, vs, bias)
-        hlo = f.lower(qs, ks, vs, bias).compile().as_text()
-    return _row(name, ref, got, hlo)
+        got = f(*args)
+        hlo = f.lower(*args).compile().as_text()
+    return _row(f"{name}-{axis_type.name}", ref, got, hlo)
 
 
 def run_user_shard_map() -> dict:
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((16, 32), np.float32)
-    w = rng.standard_normal((32,), np.float32)
+    x, w = normal(16, 32), normal(32)
 
     def norm_loss(x, w):
         return jnp.sum(gradrules.rms_norm(x, w) * gradrules.tanh(x))
@@ -70,9 +134,8 @@ def run_user_shard_map() -> dict:
     ref = jax.jit(grad)(x, w)
     mesh = jax.make_mesh((8,), ("data",), axis_types=(AxisType.Auto,))
     per_shard = jax.shard_map(lambda x, w: jax.lax.psum(norm_loss(x, w), "data"), mesh=mesh,
-                              in_specs=(PartitionSpec("data"), PartitionSpec()),
-                              out_specs=PartitionSpec())
-    xs = jax.device_put(x, NamedSharding(mesh, PartitionSpec("data")))
+                              in_specs=(P("data"), P()), out_specs=P())
+    xs = jax.device_put(x, NamedSharding(mesh, P("data")))
     f = jax.jit(jax.value_and_grad(per_shard, argnums=(0, 1)))
     got = f(xs, w)
     return _row("user-shard-map", ref, got, f.lower(xs, w).compile().as_text())
@@ -86,6 +149,7 @@ def _row(name: str, ref: Any, got: Any, hlo: str) -> dict:
 
 
 if __name__ == "__main__":
-    for case in sys.argv[1:] or [*CASES, "user-shard-map"]:
-        print(json.dumps(run_user_shard_map() if case == "user-shard-map" else run(case)),
-              flush=True)
+    for name in sys.argv[1:] or CASES:
+        for axis_type in (AxisType.Explicit, AxisType.Auto):
+            print(json.dumps(run(name, axis_type)), flush=True)
+    print(json.dumps(run_user_shard_map()), flush=True)

@@ -16,12 +16,7 @@
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -222,72 +217,3 @@ def test_flce_with_leading_batch_axes_is_left_to_xla():
     h = jax.ShapeDtypeStruct((2, 5, 8), "float32")
     assert "the kernels take [tokens, hidden]" in flce_supports(
         h, jax.ShapeDtypeStruct((2, 8, 100), "float32"), None)
-
-
-# ------------------------------------------------------------------ sharding
-_SHARDED = r'''
-import json, os
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
-import numpy as np
-import jax
-from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
-import gradrules
-from gradrules.pallas.loss import BlockSizes
-
-rng = np.random.default_rng(0)
-x = rng.standard_normal((4, 6, 300)).astype(np.float32)
-h = rng.standard_normal((8, 4, 16)).astype(np.float32)
-w = (0.3 * rng.standard_normal((16, 300))).astype(np.float32)
-kw = dict(label_smoothing=0.1, z_loss=1e-3)
-CASES = {  # name: (function, operands, argnums, mesh, spec on Explicit axes)
-    "cross_entropy": (lambda x, l: gradrules.cross_entropy(
-        x, l, **kw, block_sizes=BlockSizes(rows=2, vocab=128)), [x], (0,), (4, 2),
-        P("data", "model")),
-    "fused_linear_cross_entropy": (lambda h, w, l: gradrules.fused_linear_cross_entropy(
-        h, w, l, **kw), [h, w], (0, 1), (8,), P("data"))}
-for name, (fn, arrays, argnums, shape, spec) in CASES.items():
-    labels = rng.integers(0, 300, arrays[0].shape[:-1]).astype(np.int32)
-    labels[0, :2] = -100
-    grad = jax.value_and_grad(fn, argnums=argnums)
-    with gradrules.config.using(kernel="interpret"):
-        ref = jax.jit(grad)(*arrays, labels)
-    for axis_type in (AxisType.Explicit, AxisType.Auto):
-        mesh = jax.make_mesh(shape, ("data", "model")[:len(shape)],
-                             axis_types=(axis_type,) * len(shape))
-        s = spec if axis_type == AxisType.Explicit else P("data")
-        args = [jax.device_put(arrays[0], NamedSharding(mesh, P(*s, None))), *arrays[1:],
-                jax.device_put(labels, NamedSharding(mesh, s))]
-        with jax.set_mesh(mesh), gradrules.config.using(kernel="interpret", batch_axes="data"):
-            f = jax.jit(grad)
-            got = f(*args)
-            hlo = f.lower(*args).compile().as_text()
-        diffs = [float(np.abs(np.asarray(a) - np.asarray(b)).max() / np.abs(np.asarray(a)).max())
-                 for a, b in zip(jax.tree.leaves(ref), jax.tree.leaves(got))]
-        print(json.dumps({"case": f"{name}-{axis_type.name}", "diffs": diffs,
-                          "all_gathers": hlo.count("all-gather"),
-                          "grad_spec": str(got[1][0].sharding.spec)}))
-'''
-
-
-def test_sharded_tokens_give_the_unsharded_values_without_gathering():
-    """On 8 simulated CPU devices (a process of its own), the tokens sharded
-    (Explicit axes: logits on batch and the second token dim of a (4, 2)
-    mesh, h on batch of an (8,) one; Auto: batch through
-    ``config.batch_axes``), w replicated: cross_entropy
-    and fused_linear_cross_entropy give the unsharded loss and grads (w's
-    summed over the shards), with no all-gather in the compiled HLO."""
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1]))
-    done = subprocess.run([sys.executable, "-c", _SHARDED], capture_output=True, text=True,
-                          env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = {row["case"]: row for row in map(json.loads, done.stdout.splitlines())
-            if isinstance(row, dict)}
-    specs = {"cross_entropy-Explicit": "P('data', 'model', None)",
-             "cross_entropy-Auto": "P('data', None)",
-             "fused_linear_cross_entropy-Explicit": "P('data', None, None)",
-             "fused_linear_cross_entropy-Auto": "P('data', None)"}
-    assert set(rows) == set(specs)
-    for case, spec in specs.items():
-        row = rows[case]
-        assert max(row["diffs"]) < 1e-5 and row["all_gathers"] == 0, row
-        assert row["grad_spec"] == spec, row

@@ -14,12 +14,7 @@
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -156,49 +151,3 @@ def test_block_sizes_reach_the_primitive_and_bad_ones_are_refused():
         gradrules.softmax(x, block_sizes=(2, 16))
     with pytest.raises(ValueError, match=r"gradrules\.log_softmax: block_rows must be an int"):
         gradrules.log_softmax(x, block_sizes=BlockSizes(block_rows=0))
-
-
-# ------------------------------------------------------------------ sharding
-_SHARDED = r"""
-import json, os, sys
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
-import numpy as np, jax, jax.numpy as jnp
-from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
-import gradrules
-from gradrules.pallas.softmax import BlockSizes
-jax.config.update("jax_enable_x64", True)
-
-def loss(x):
-    y = gradrules.softmax(x, axis=1, block_sizes=BlockSizes(4, 32))
-    return jnp.sum(gradrules.log_softmax(x, axis=1) * y)
-
-x = np.random.default_rng(0).standard_normal((4, 100, 8)).astype(np.float32)
-grad = jax.value_and_grad(loss)
-with gradrules.config.using(kernel="interpret"):
-    ref = jax.jit(grad)(x)
-rows = []
-for axis_type in (AxisType.Explicit, AxisType.Auto):
-    mesh = jax.make_mesh((2, 4), ("data", "model"), axis_types=(axis_type,) * 2)
-    spec = P("data", None, "model") if axis_type == AxisType.Explicit else P("data")
-    xs = jax.device_put(x, NamedSharding(mesh, spec))
-    with jax.set_mesh(mesh), gradrules.config.using(kernel="interpret", batch_axes="data"):
-        f = jax.jit(grad)
-        got = f(xs)
-        hlo = f.lower(xs).compile().as_text()
-    rows.append({"type": str(axis_type), "hlo": hlo.count("all-gather"),
-                 "loss": float(abs(got[0] - ref[0]) / abs(ref[0])),
-                 "grad": float(np.abs(np.asarray(got[1]) - np.asarray(ref[1])).max())})
-print(json.dumps(rows))
-"""
-
-
-def test_sharded_rows_match_the_unsharded_kernels_without_gathering():
-    """Explicit axes shard the kernels over dims 0 and 2 (from x's type),
-    Auto axes over dim 0 (``batch_axes``); the softmax axis is never split."""
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    done = subprocess.run([sys.executable, "-c", _SHARDED], capture_output=True, text=True,
-                          env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    for row in json.loads(done.stdout.strip().splitlines()[-1]):
-        assert row["loss"] <= 1e-5 and row["grad"] <= 1e-5, row
-        assert row["hlo"] == 0, row
