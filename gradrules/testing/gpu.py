@@ -12,7 +12,8 @@ call is a custom call to ``TRITON_CALL``; ``triton_calls(text)`` counts them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
@@ -20,7 +21,7 @@ import jax
 
 from .. import _jax
 
-__all__ = ["TRITON_CALL", "cuda_hlo", "triton_calls"]
+__all__ = ["TRITON_CALL", "assert_triton_kernels", "cuda_hlo", "triton_calls", "triton_kernels"]
 
 TRITON_CALL = "__gpu$xla.gpu.triton"
 """The custom-call target of a Pallas kernel lowered by the Triton backend."""
@@ -40,3 +41,17 @@ def triton_calls(text: str) -> int:
     """The number of Triton kernel calls in lowered text (call sites: a kernel
     inside a loop body counts once)."""
     return text.count(f"@{TRITON_CALL}(")
+
+
+def triton_kernels(text: str) -> list[str]:
+    """The names of the Pallas kernels the Triton calls of lowered text run,
+    one per call site, sorted."""
+    return sorted(name for line in text.splitlines() if f"@{TRITON_CALL}(" in line
+                  for name in re.findall(r'name = "([^"]+)"', line)[:1])
+
+
+def assert_triton_kernels(text: str, expected: Iterable[str], what: str = "") -> None:
+    """Lowered text calls exactly the kernels ``expected`` (a set: each once;
+    a list: with its repeats)."""
+    got = triton_kernels(text)
+    assert got == sorted(expected), (what, got)
