@@ -17,14 +17,19 @@ DRY_ARGS = ["--dry-run", "--seq", "1024", "--head-dim", "64", "--memory-seq", "2
 DRY_ROWS = 2 * (3 + 3 + 1)
 
 
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("gpu_attention", SCRIPT)
+def _load(path: Path):
+    """The benchmark script at ``path`` as a module, for the test module's life."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     yield module
     del sys.modules[spec.name]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    yield from _load(SCRIPT)
 
 
 # the Triton kernels of each program: forward; forward, delta, dk/dv, dq; forward, jvp
@@ -111,12 +116,7 @@ MEMORY_BOUND = SCRIPT.with_name("gpu_memory_bound.py")
 
 @pytest.fixture(scope="module")
 def memory_bound():
-    spec = importlib.util.spec_from_file_location("gpu_memory_bound", MEMORY_BOUND)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    yield from _load(MEMORY_BOUND)
 
 
 def _memory_bound_rows(out: str, names: set[str]) -> list[list[str]]:

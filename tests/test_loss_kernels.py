@@ -33,7 +33,7 @@ from gradrules.primitives.loss import (cross_entropy_jvp_p, cross_entropy_p, cro
                                        fused_linear_cross_entropy_jvp_p,
                                        fused_linear_cross_entropy_p,
                                        fused_linear_cross_entropy_vjp_p)
-from gradrules.testing.gpu import assert_triton_kernels, cuda_hlo, triton_calls
+from gradrules.testing.gpu import assert_lowers_to_kernels, cuda_hlo, triton_calls
 from gradrules.testing.kernels import assert_close, assert_kernels_match_xla, tolerance
 from gradrules.testing.samples.loss import FLCE_KERNEL_CASES, KERNEL_CASES, KernelCase
 
@@ -105,9 +105,7 @@ def _modes(labels: np.ndarray, kwargs: dict):
 def test_forward_grad_and_jvp_lower_to_triton_kernels_for_cuda(case, dtype):
     _, labels = case.arrays(np.random.default_rng(0))
     struct = jax.ShapeDtypeStruct(case.shape, dtype)
-    for mode, fn in _modes(labels, _kwargs(case)).items():
-        text = cuda_hlo(fn, struct)
-        assert_triton_kernels(text, _KERNELS[mode], mode)
+    assert_lowers_to_kernels(_modes(labels, _kwargs(case)), [struct], _KERNELS)
 
 
 def test_the_default_blocks_lower_for_a_256k_vocabulary():
@@ -201,9 +199,7 @@ def test_flce_forward_grad_and_jvp_lower_to_triton_kernels_for_cuda(dtype):
     _, _, labels = case.arrays(np.random.default_rng(0))
     structs = (jax.ShapeDtypeStruct((tokens, hidden), dtype),
                jax.ShapeDtypeStruct((hidden, vocab), dtype))
-    for mode, fn in _flce_modes(labels).items():
-        text = cuda_hlo(fn, *structs)
-        assert_triton_kernels(text, _KERNELS[mode], mode)
+    assert_lowers_to_kernels(_flce_modes(labels), structs, _KERNELS)
 
 
 def test_flce_with_leading_batch_axes_is_left_to_xla():

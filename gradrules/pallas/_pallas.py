@@ -34,6 +34,10 @@ load = plt.load
 store = plt.store
 
 
+# the default tile of an elementwise kernel, by itemsize: (elements, num_warps)
+TILE_ELEMENTS = {2: (8192, 8), 4: (4096, 4)}
+
+
 @dataclass(frozen=True)
 class RowBlocks:
     """Block sizes of a row kernel (softmax, silu_gated, rope), carried by the

@@ -17,7 +17,7 @@ that the XLA forward uses too:
 with the swigluLimit clamp (``limit``): gate clamped from above, up to
 ``[-limit, limit]``, and each term times its clamp's mask in the
 derivatives. Block sizes: ``BlockSizes`` (the caller's), else
-``ELEMENTS`` per tile by dtype with at most ``MAX_COLS`` columns.
+``_pallas.TILE_ELEMENTS`` per tile by dtype with at most ``MAX_COLS`` columns.
 """
 
 from __future__ import annotations
@@ -34,12 +34,11 @@ import jax.numpy as jnp
 
 from ..core.numerics import gated_clamp, silu_and_slope
 from ._pallas import (BlockSpec, ds, DTYPES, F32, iota, is_power_of_2, load, next_power_of_2,
-                      program_id, RowBlocks, store, triton_call)
+                      program_id, RowBlocks, store, TILE_ELEMENTS,
+                      triton_call)
 
 Array = jax.Array
 MAX_COLS = 1024
-# by itemsize: (elements per tile, num_warps); 64 bytes per thread and operand
-ELEMENTS = {2: (8192, 8), 4: (4096, 4)}
 
 
 BlockSizes = RowBlocks
@@ -70,7 +69,7 @@ def tiles(x: Any, blocks: BlockSizes | None) -> Tiles:
     """The tiles of one call: the caller's block sizes, else the defaults
     (capped at the padded rows and width)."""
     rows, width = rows_and_width(tuple(x.shape))
-    elements, warps = ELEMENTS[min(np.dtype(x.dtype).itemsize, 4)]
+    elements, warps = TILE_ELEMENTS[min(np.dtype(x.dtype).itemsize, 4)]
     b = blocks or BlockSizes()
     bc = min(b.block_cols or MAX_COLS, next_power_of_2(width))
     br = min(b.block_rows or max(1, elements // bc), next_power_of_2(rows))

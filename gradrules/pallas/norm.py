@@ -516,12 +516,3 @@ _ENTRIES = {"rms_norm": rms_norm_forward, "rms_norm_jvp": rms_norm_jvp,
 def table(primitive: str, xla: Callable[..., Any]) -> dict[str, Callable[..., Any]]:
     """The implementation table of one of the six primitives: ``xla`` and its kernel."""
     return {"xla": xla, "pallas": _ENTRIES[primitive], "supports": supports}
-
-
-def labels(ndim: int, affine: int, stats: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """The sharding labels (``primitives/_sharding``) of a forward primitive:
-    x's leading dims ``"batch"``, ``"rows1"``, ... (the last None), ``affine``
-    per-column operands (None); the output like x and ``stats`` row statistics."""
-    lead = tuple("batch" if i == 0 else f"rows{i}" for i in range(ndim - 1))
-    return ((lead + (None,),) + ((None,),) * affine,
-            (lead + (None,),) + (lead,) * stats)

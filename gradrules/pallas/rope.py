@@ -14,7 +14,7 @@ an operand), and writes ``(x1 cos a - x2 sin a, x2 cos a + x1 sin a)`` with
 angle is the same float32 product as in the XLA lowering. Partial tiles
 (the end of the tokens, a half width that is not a power of two) are masked
 loads and stores. Block sizes: ``BlockSizes`` (the caller's), else
-``ELEMENTS`` per tile (both halves) by dtype, at most ``MAX_COLS`` columns
+``_pallas.TILE_ELEMENTS`` per tile (both halves) by dtype, at most ``MAX_COLS`` columns
 of each half.
 """
 
@@ -31,12 +31,11 @@ import jax.numpy as jnp
 
 from ..core.numerics import rope_inv_freq, rope_rotate
 from ._pallas import (BlockSpec, ds, DTYPES, F32, iota, is_power_of_2, load, next_power_of_2,
-                      program_id, RowBlocks, store, triton_call)
+                      program_id, RowBlocks, store, TILE_ELEMENTS,
+                      triton_call)
 
 Array = jax.Array
 MAX_COLS = 512
-# by itemsize: (elements per tile, both halves, num_warps)
-ELEMENTS = {2: (8192, 8), 4: (4096, 4)}
 
 
 BlockSizes = RowBlocks
@@ -64,7 +63,7 @@ def tiles(x: Any, blocks: BlockSizes | None) -> Tiles:
     """The tiles of one call: the caller's block sizes, else the defaults
     (capped at the padded tokens and half width)."""
     b_, s, h, d = x.shape
-    elements, warps = ELEMENTS[min(np.dtype(x.dtype).itemsize, 4)]
+    elements, warps = TILE_ELEMENTS[min(np.dtype(x.dtype).itemsize, 4)]
     b = blocks or BlockSizes()
     bc = min(b.block_cols or MAX_COLS, next_power_of_2(d // 2))
     br = min(b.block_rows or max(1, elements // (2 * bc)), next_power_of_2(b_ * s))

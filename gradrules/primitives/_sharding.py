@@ -49,6 +49,26 @@ def _spec_axes(entry: Any) -> tuple[str, ...]:
     return (entry,) if isinstance(entry, str) else tuple(entry)
 
 
+def row_labels(ndim: int, axis: int | None = -1, axis_label: str | None = None) -> Labels:
+    """The labels of a row op's operand: dim 0 ``"batch"``, the other dims
+    ``"rows<d>"``, and ``axis`` (the reduced or feature axis; None: there is
+    none) ``axis_label``."""
+    if ndim == 0:
+        return ()
+    axis = None if axis is None else axis % ndim
+    return tuple(axis_label if d == axis else "batch" if d == 0 else f"rows{d}"
+                 for d in range(ndim))
+
+
+def row_op_labels(ndim: int, per_column: int, row_stats: int
+                  ) -> tuple[tuple[Labels, ...], tuple[Labels, ...]]:
+    """(operand labels, result labels) of a row op over the last axis of x:
+    x, then ``per_column`` vectors of its width (unsharded); x-like output,
+    then ``row_stats`` per-row statistics."""
+    rows = row_labels(ndim)
+    return (rows,) + ((None,),) * per_column, (rows,) + (rows[:-1],) * row_stats
+
+
 def label_axes(mesh: Any, lead: Any, labels: Labels) -> dict[str, tuple[str, ...]]:
     """The mesh axes of each label of ``lead`` (the first operand): from its
     type on Explicit axes, from ``gradrules.config`` on Auto axes."""

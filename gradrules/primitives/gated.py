@@ -34,7 +34,7 @@ from ..pallas import gated as kernels
 from ..pallas.gated import BlockSizes
 from ._compose import cast
 from ._fused import matching_meta, upcast
-from ._sharding import shard_map_bind
+from ._sharding import row_labels, shard_map_bind
 from .activation import clamp, gelu, sigmoid, silu_slope
 from .arithmetic import add, multiply
 from .compare import le, where
@@ -140,13 +140,6 @@ def _pair(op: str, gate: Any, up: Any) -> list[Any]:
     return [gate, up]
 
 
-def elementwise_labels(ndim: int) -> tuple[str, ...]:
-    """Sharding labels of an elementwise operand (``primitives/_sharding``):
-    every axis may be sharded, the first as ``"batch"``."""
-    return ("batch",) + tuple(f"rows{i}" for i in range(1, ndim - 1)) + ("features",) \
-        if ndim > 1 else ("features",) * ndim
-
-
 def silu_gated(gate: ArrayLike, up: ArrayLike, *, limit: float | None = None,
                block_sizes: BlockSizes | None = None) -> Array:
     """SwiGLU: ``silu(gate) * up``, ``silu(x) = x sigmoid(x)``; with ``limit``,
@@ -165,7 +158,7 @@ def silu_gated(gate: ArrayLike, up: ArrayLike, *, limit: float | None = None,
     gate, up = _pair(op, gate, up)
     params = dict(limit=limit_param(op, limit),
                   implementation=implementation(_blocks(op, block_sizes)))
-    labels = elementwise_labels(np.ndim(gate))
+    labels = row_labels(np.ndim(gate), axis_label="features")
     (out,) = shard_map_bind(lambda g, u: [silu_gated_p.bind(g, u, **params)], (gate, up),
                             (labels, labels), (labels,))
     return out

@@ -51,7 +51,7 @@ from ..pallas.loss import BlockSizes
 from . import _loss_xla as xla
 from ._compose import cast
 from ._fused import check_like
-from ._sharding import shard_map_bind
+from ._sharding import row_labels, shard_map_bind
 from .arithmetic import add, divide, multiply, subtract
 from .compare import eq, ge, lt, ne, where
 from .convert import convert_element_type, promote
@@ -245,11 +245,6 @@ cross_entropy_vjp_p = define_primitive(
                      "supports": kernels.supports})
 
 
-def _row_labels(ndim: int) -> tuple[str | None, ...]:
-    """Shard labels of ``ndim`` token dims: "batch", "rows1", "rows2", ..."""
-    return tuple("batch" if i == 0 else f"rows{i}" for i in range(ndim))
-
-
 def cross_entropy(logits: ArrayLike, labels: ArrayLike, *, ignore_index: int = -100,
                   label_smoothing: float = 0.0, z_loss: float = 0.0,
                   reduction: str = "mean", block_sizes: BlockSizes | None = None) -> Array:
@@ -283,7 +278,7 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, *, ignore_index: int = -
     choice_param(op, "reduction", reduction, REDUCTIONS)
     labels = labels_arg(op, labels, np.shape(logits)[:-1], np.shape(logits)[-1],
                         params["ignore_index"], "logits.shape[:-1]")
-    rows = _row_labels(np.ndim(logits) - 1)
+    rows = row_labels(np.ndim(logits) - 1, axis=None)
     loss, _ = shard_map_bind(partial(cross_entropy_p.bind, **params), (logits, labels),
                              (rows + (None,), rows), (rows, rows))
     return reduce_loss(op, loss, labels, params["ignore_index"], reduction,
@@ -432,7 +427,7 @@ def fused_linear_cross_entropy(h: ArrayLike, w: ArrayLike, labels: ArrayLike, *,
             **dict(params, implementation=replace(params["implementation"], blocks=blocks)))
         return [reshape(o, shape) for o in outs]
 
-    lead = _row_labels(len(rows))
+    lead = row_labels(len(rows), axis=None)
     loss, _ = shard_map_bind(bind, (h, w, labels), (lead + (None,), (None, None), lead),
                              (lead, lead))
     return reduce_loss(op, loss, labels, params["ignore_index"], reduction, jnp.result_type(h))

@@ -37,7 +37,7 @@ from ..core.registry import OpDef, register_op
 from ..pallas import norm as kernels
 from ._compose import cast, unbroadcast
 from ._fused import check_like, upcast
-from ._sharding import shard_map_bind
+from ._sharding import row_op_labels, shard_map_bind
 from .arithmetic import add, multiply, subtract
 from .convert import promote
 from .reduction import mean as gr_mean
@@ -225,7 +225,7 @@ def rms_norm(x: ArrayLike, gamma: ArrayLike | None = None, *, eps: float = 1e-6,
     x, gamma = _promote_all(op, {"x": x, "gamma": _affine_arg(op, "gamma", gamma, x, 1.0)})
     bind = partial(rms_norm_p.bind, eps=eps, weight_offset=offset,
                    implementation=implementation(_blocks(op, block_sizes)))
-    return shard_map_bind(bind, (x, gamma), *kernels.labels(np.ndim(x), 1, 1))[0]
+    return shard_map_bind(bind, (x, gamma), *row_op_labels(np.ndim(x), 1, 1))[0]
 
 
 def _rms_norm_reference(x: ArrayLike, gamma: ArrayLike | None = None, *, eps: float = 1e-6,
@@ -365,7 +365,7 @@ def layer_norm(x: ArrayLike, weight: ArrayLike | None = None, bias: ArrayLike | 
                                         "bias": _affine_arg(op, "bias", bias, x, 0.0)})
     bind = partial(layer_norm_p.bind, eps=eps,
                    implementation=implementation(_blocks(op, block_sizes)))
-    return shard_map_bind(bind, (x, weight, bias), *kernels.labels(np.ndim(x), 2, 2))[0]
+    return shard_map_bind(bind, (x, weight, bias), *row_op_labels(np.ndim(x), 2, 2))[0]
 
 
 def _layer_norm_reference(x: ArrayLike, weight: ArrayLike | None = None,

@@ -38,7 +38,7 @@ from ..pallas import softmax as kernels
 from ..pallas.softmax import BlockSizes
 from ._compose import cast
 from ._fused import log_sum_exp, matching_meta, upcast
-from ._sharding import shard_map_bind
+from ._sharding import row_labels, shard_map_bind
 from .arithmetic import multiply, subtract
 from .reduction import sum as gr_sum
 from .shape import moveaxis
@@ -63,12 +63,6 @@ def _kernel_may_run(x: Any) -> bool:
     return chosen and jnp.result_type(x) in kernels.DTYPES
 
 
-def _row_labels(ndim: int, axis: int) -> tuple[str | None, ...]:
-    """The sharding labels (``primitives/_sharding``) of a row op's operand:
-    dim 0 ``"batch"``, the other leading dims ``"rows<d>"``, ``axis`` None."""
-    return tuple(None if d == axis else "batch" if d == 0 else f"rows{d}" for d in range(ndim))
-
-
 def _bind_rows(prim: Any, x: Any, *, axis: int, moved: bool, **params: Any) -> list[Array]:
     """``[prim(x)]`` along ``axis``; with ``moved``, bound on the last axis
     with ``axis`` moved there and back (the kernels work on the last axis)."""
@@ -76,6 +70,16 @@ def _bind_rows(prim: Any, x: Any, *, axis: int, moved: bool, **params: Any) -> l
         return [prim.bind(x, axis=axis, **params)]
     last = jnp.ndim(x) - 1
     return [moveaxis(prim.bind(moveaxis(x, axis, last), axis=last, **params), last, axis)]
+
+
+def _row_primitive(name: str, operands: tuple[str, ...], xla: Any, kernel: Any,
+                   outputs: tuple[str, ...] = ()) -> Any:
+    """One of the six primitives: ``operands`` of one float dtype and shape
+    along ``axis``, lowered by ``xla`` or the Pallas ``kernel``."""
+    return define_primitive(name, family=FAMILY, operands=operands, outputs=outputs,
+                            params=("axis",), infer_meta=matching_meta(name, operands),
+                            implementations={"xla": xla, "pallas": kernel,
+                                             "supports": kernels.supports})
 
 
 def _rowwise(op: str, prim: Any, x: Any, axis: Any, block_sizes: Any) -> Array:
@@ -86,7 +90,7 @@ def _rowwise(op: str, prim: Any, x: Any, axis: Any, block_sizes: Any) -> Array:
     ndim = jnp.ndim(x)
     axis = normalize_axis(op, axis, ndim)
     moved = ndim > 1 and axis != ndim - 1 and _kernel_may_run(x)
-    labels = _row_labels(ndim, axis)
+    labels = row_labels(ndim, axis)
     bind = partial(_bind_rows, prim, axis=axis, moved=moved,
                    implementation=implementation(_blocks(op, block_sizes)))
     (y,) = shard_map_bind(bind, (x,), (labels,), (labels,))
@@ -121,24 +125,10 @@ def softmax_tangent(y: Any, t: Any, *, axis: int) -> Any:
                 dtype)
 
 
-softmax_p = define_primitive("softmax", family=FAMILY, operands=("x",), outputs=("y",),
-                             params=("axis",),
-                             infer_meta=matching_meta("softmax", ("x",)),
-                             implementations={"xla": _softmax_xla,
-                                              "pallas": kernels.softmax_forward,
-                                              "supports": kernels.supports})
-softmax_jvp_p = define_primitive("softmax_jvp", family=FAMILY, operands=("y", "t"),
-                                 params=("axis",),
-                                 infer_meta=matching_meta("softmax_jvp", ("y", "t")),
-                                 implementations={"xla": softmax_tangent,
-                                                  "pallas": kernels.softmax_jvp,
-                                                  "supports": kernels.supports})
-softmax_vjp_p = define_primitive("softmax_vjp", family=FAMILY, operands=("y", "g"),
-                                 params=("axis",),
-                                 infer_meta=matching_meta("softmax_vjp", ("y", "g")),
-                                 implementations={"xla": softmax_tangent,
-                                                  "pallas": kernels.softmax_vjp,
-                                                  "supports": kernels.supports})
+softmax_p = _row_primitive("softmax", ("x",), _softmax_xla,
+                           kernels.softmax_forward, outputs=("y",))
+softmax_jvp_p = _row_primitive("softmax_jvp", ("y", "t"), softmax_tangent, kernels.softmax_jvp)
+softmax_vjp_p = _row_primitive("softmax_vjp", ("y", "g"), softmax_tangent, kernels.softmax_vjp)
 
 
 def softmax(x: ArrayLike, *, axis: int = -1, block_sizes: BlockSizes | None = None) -> Array:
@@ -185,24 +175,12 @@ def log_softmax_cotangent(logp: Any, g: Any, *, axis: int) -> Any:
     return cast(subtract(gf, multiply(exp(lf), gr_sum(gf, axis=axis, keepdims=True))), dtype)
 
 
-log_softmax_p = define_primitive("log_softmax", family=FAMILY, operands=("x",), outputs=("logp",),
-                                 params=("axis",),
-                                 infer_meta=matching_meta("log_softmax", ("x",)),
-                                 implementations={"xla": _log_softmax_xla,
-                                                  "pallas": kernels.log_softmax_forward,
-                                                  "supports": kernels.supports})
-log_softmax_jvp_p = define_primitive("log_softmax_jvp", family=FAMILY, operands=("logp", "t"),
-                                     params=("axis",),
-                                     infer_meta=matching_meta("log_softmax_jvp", ("logp", "t")),
-                                     implementations={"xla": log_softmax_tangent,
-                                                      "pallas": kernels.log_softmax_jvp,
-                                                      "supports": kernels.supports})
-log_softmax_vjp_p = define_primitive("log_softmax_vjp", family=FAMILY, operands=("logp", "g"),
-                                     params=("axis",),
-                                     infer_meta=matching_meta("log_softmax_vjp", ("logp", "g")),
-                                     implementations={"xla": log_softmax_cotangent,
-                                                      "pallas": kernels.log_softmax_vjp,
-                                                      "supports": kernels.supports})
+log_softmax_p = _row_primitive("log_softmax", ("x",), _log_softmax_xla,
+                               kernels.log_softmax_forward, outputs=("logp",))
+log_softmax_jvp_p = _row_primitive("log_softmax_jvp", ("logp", "t"), log_softmax_tangent,
+                                   kernels.log_softmax_jvp)
+log_softmax_vjp_p = _row_primitive("log_softmax_vjp", ("logp", "g"), log_softmax_cotangent,
+                                   kernels.log_softmax_vjp)
 
 
 def log_softmax(x: ArrayLike, *, axis: int = -1,

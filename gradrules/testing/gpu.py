@@ -13,7 +13,7 @@ call is a custom call to ``TRITON_CALL``; ``triton_calls(text)`` counts them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
@@ -21,7 +21,8 @@ import jax
 
 from .. import _jax
 
-__all__ = ["TRITON_CALL", "assert_triton_kernels", "cuda_hlo", "triton_calls", "triton_kernels"]
+__all__ = ["TRITON_CALL", "assert_lowers_to_kernels", "assert_triton_kernels", "cuda_hlo",
+           "triton_calls", "triton_kernels"]
 
 TRITON_CALL = "__gpu$xla.gpu.triton"
 """The custom-call target of a Pallas kernel lowered by the Triton backend."""
@@ -55,3 +56,11 @@ def assert_triton_kernels(text: str, expected: Iterable[str], what: str = "") ->
     a list: with its repeats)."""
     got = triton_kernels(text)
     assert got == sorted(expected), (what, got)
+
+
+def assert_lowers_to_kernels(programs: dict[str, Callable[..., Any]], args: Sequence[Any],
+                             expected: dict[str, Iterable[str]]) -> None:
+    """Each program (forward, grad, jvp, ...) lowered for CUDA at ``args``
+    calls exactly the kernels ``expected[name]``."""
+    for name, fn in programs.items():
+        assert_triton_kernels(cuda_hlo(fn, *args), expected[name], name)
