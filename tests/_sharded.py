@@ -94,8 +94,9 @@ CASES = {
         ((8,), ("data",)),
         {AxisType.Explicit: (P("data", None, None), None, P("data", None)),
          AxisType.Auto: (P("data", None), None, P("data"))}),
-    "silu_gated": Case(
-        lambda g, u: jnp.sum(jnp.square(gradrules.silu_gated(g, u, limit=2.0))),
+    "gated": Case(
+        lambda g, u: jnp.sum(jnp.square(gradrules.silu_gated(g, u, limit=2.0))
+                             + gradrules.gelu_gated(g, u, approximate=True)),
         [normal(8, 6, 1000), normal(8, 6, 1000)], (0, 1), ((2, 4), ("data", "model")),
         {AxisType.Explicit: (P("data", None, "model"),) * 2,
          AxisType.Auto: (P("data", None, None),) * 2}),

@@ -25,7 +25,7 @@ from gradrules.core.kernels import Implementation
 from gradrules.pallas.attention import BlockSizes, supports
 from gradrules.primitives.attention import attention_p, attention_vjp_p
 from gradrules.testing.gpu import assert_lowers_to_kernels, cuda_hlo, triton_calls
-from gradrules.testing.kernels import assert_kernels_match_xla
+from gradrules.testing.kernels import assert_kernels_match_xla, lowering_matrix
 from gradrules.testing.samples.attention import KERNEL_CASES, KernelCase
 
 
@@ -77,8 +77,8 @@ def _structs(case: KernelCase, dtype: str) -> tuple[list[jax.ShapeDtypeStruct], 
     return [jax.ShapeDtypeStruct(a.shape, dtype) for a in arrays], kwargs
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-@pytest.mark.parametrize("case", KERNEL_CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case, dtype", lowering_matrix(KERNEL_CASES),
+                         ids=lambda x: getattr(x, "name", x))
 def test_forward_grad_and_jvp_lower_to_triton_kernels_for_cuda(case, dtype):
     structs, kwargs = _structs(case, dtype)
     assert_lowers_to_kernels(_modes(kwargs), structs, _KERNELS)

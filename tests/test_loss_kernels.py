@@ -34,7 +34,8 @@ from gradrules.primitives.loss import (cross_entropy_jvp_p, cross_entropy_p, cro
                                        fused_linear_cross_entropy_p,
                                        fused_linear_cross_entropy_vjp_p)
 from gradrules.testing.gpu import assert_lowers_to_kernels, cuda_hlo, triton_calls
-from gradrules.testing.kernels import assert_close, assert_kernels_match_xla, tolerance
+from gradrules.testing.kernels import (assert_close, assert_kernels_match_xla, lowering_matrix,
+                                       tolerance)
 from gradrules.testing.samples.loss import FLCE_KERNEL_CASES, KERNEL_CASES, KernelCase
 
 
@@ -100,8 +101,8 @@ def _modes(labels: np.ndarray, kwargs: dict):
     return {"forward": f, "grad": jax.grad(loss), "jvp": lambda x: jax.jvp(f, (x,), (x,))}
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-@pytest.mark.parametrize("case", KERNEL_CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case, dtype", lowering_matrix(KERNEL_CASES),
+                         ids=lambda x: getattr(x, "name", x))
 def test_forward_grad_and_jvp_lower_to_triton_kernels_for_cuda(case, dtype):
     _, labels = case.arrays(np.random.default_rng(0))
     struct = jax.ShapeDtypeStruct(case.shape, dtype)

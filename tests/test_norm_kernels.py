@@ -27,7 +27,7 @@ import gradrules
 from gradrules.cli import main as cli_main
 from gradrules.pallas.norm import BlockSizes, supports
 from gradrules.testing.gpu import assert_lowers_to_kernels, cuda_hlo, triton_calls
-from gradrules.testing.kernels import assert_kernels_match_xla
+from gradrules.testing.kernels import assert_kernels_match_xla, lowering_matrix
 from gradrules.testing.samples.norm import KERNEL_CASES, KernelCase
 
 
@@ -67,9 +67,9 @@ def _structs(case: KernelCase, dtype: str) -> list[jax.ShapeDtypeStruct]:
     return [jax.ShapeDtypeStruct(a.shape, dtype) for a in case.arrays(np.random.default_rng(0))]
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-@pytest.mark.parametrize("case", [KERNEL_CASES[0], KERNEL_CASES[2], KERNEL_CASES[4]],
-                         ids=lambda c: c.name)
+@pytest.mark.parametrize("case, dtype",
+                         lowering_matrix([KERNEL_CASES[0], KERNEL_CASES[2], KERNEL_CASES[4]]),
+                         ids=lambda x: getattr(x, "name", x))
 def test_forward_grad_and_jvp_lower_to_triton_kernels_for_cuda(case, dtype):
     expected = _kernels(case.op, wide=case.blocks is not None)
     assert_lowers_to_kernels(_modes(case), _structs(case, dtype), expected)

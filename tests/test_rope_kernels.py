@@ -25,7 +25,7 @@ import gradrules
 from gradrules.cli import main as cli_main
 from gradrules.pallas.rope import BlockSizes, supports
 from gradrules.testing.gpu import assert_lowers_to_kernels, cuda_hlo, triton_calls
-from gradrules.testing.kernels import assert_kernels_match_xla
+from gradrules.testing.kernels import assert_kernels_match_xla, lowering_matrix
 from gradrules.testing.samples.rope import KERNEL_CASES, KernelCase
 
 
@@ -84,8 +84,8 @@ def _struct(case: KernelCase, dtype: str) -> tuple[jax.ShapeDtypeStruct, dict]:
     return jax.ShapeDtypeStruct(x.shape, dtype), _kwargs(case, kwargs)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-@pytest.mark.parametrize("case", KERNEL_CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case, dtype", lowering_matrix(KERNEL_CASES),
+                         ids=lambda x: getattr(x, "name", x))
 def test_forward_grad_and_jvp_lower_to_triton_kernels_for_cuda(case, dtype):
     struct, kwargs = _struct(case, dtype)
     assert_lowers_to_kernels(_modes(kwargs), [struct], _KERNELS)

@@ -8,7 +8,7 @@ its own so that it gets the devices), every fused op with Pallas kernels:
   no all-gather in the compiled HLO, and the first grad sharded like its
   primal (attention GQA and MQA, norm rows on two dims, softmax over a middle
   axis, cross-entropy tokens, the fused linear loss with w replicated,
-  silu_gated, rope with positions);
+  silu_gated and gelu_gated, rope with positions);
 * gradrules ops inside a user's ``jax.shard_map`` (vma checks on) with a
   replicated weight: the same loss and grads as unsharded.
 """
@@ -38,8 +38,8 @@ GRAD_SPECS = {
     ("cross_entropy", "Auto"): "P('data', None)",
     ("fused_linear_cross_entropy", "Explicit"): "P('data', None, None)",
     ("fused_linear_cross_entropy", "Auto"): "P('data', None)",
-    ("silu_gated", "Explicit"): "P('data', None, 'model')",
-    ("silu_gated", "Auto"): "P('data', None, None)",
+    ("gated", "Explicit"): "P('data', None, 'model')",
+    ("gated", "Auto"): "P('data', None, None)",
     ("rope", "Explicit"): "P('data', None, 'model', None)",
     ("rope", "Auto"): "P('data', None, 'model', None)",
 }

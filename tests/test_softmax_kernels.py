@@ -27,7 +27,7 @@ from gradrules.core.kernels import Implementation
 from gradrules.pallas.softmax import BlockSizes, supports
 from gradrules.primitives.softmax import log_softmax_jvp_p, log_softmax_p
 from gradrules.testing.gpu import assert_lowers_to_kernels, cuda_hlo, triton_calls
-from gradrules.testing.kernels import assert_kernels_match_xla
+from gradrules.testing.kernels import assert_kernels_match_xla, lowering_matrix
 from gradrules.testing.samples.softmax import KERNEL_CASES, KernelCase
 
 OPS = {"softmax": gradrules.softmax, "log_softmax": gradrules.log_softmax}
@@ -84,8 +84,9 @@ def _modes(case: KernelCase):
             "jvp": lambda x: jax.jvp(f, (x,), (x,))}
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-@pytest.mark.parametrize("case", KERNEL_CASES[:3] + [KERNEL_CASES[4]], ids=lambda c: c.name)
+@pytest.mark.parametrize("case, dtype",
+                         lowering_matrix(KERNEL_CASES[:3] + [KERNEL_CASES[4]]),
+                         ids=lambda x: getattr(x, "name", x))
 def test_forward_grad_and_jvp_lower_to_triton_kernels_for_cuda(case, dtype):
     """Under "auto" for the last axis; another axis is moved to the end where
     a kernel may run ("auto" on a GPU, or "pallas": here, with no GPU)."""

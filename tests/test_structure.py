@@ -167,7 +167,8 @@ def test_no_module_is_too_long():
 def _own_names(rule: object) -> set[str]:
     """The names a rule may show: those of the defs it is made of (their
     qualified names: ``chain_rule.<locals>.jvp`` gives chain_rule and jvp),
-    of the primitives a partial binds, and Python's literals."""
+    of the primitives a partial binds, the keywords it sets (its function's
+    parameters), and Python's literals."""
     names = {"None", "True", "False"}
     for fn in rule_functions(rule):
         code = getattr(fn, "__code__", None)
@@ -178,7 +179,8 @@ def _own_names(rule: object) -> set[str]:
         r = stack.pop()
         if isinstance(r, partial):
             stack.append(r.func)
-            for a in r.args:
+            names |= set(r.keywords)
+            for a in (*r.args, *r.keywords.values()):
                 if isinstance(a, _jax.Primitive):
                     names.add(a.name)
                 elif callable(a):

@@ -6,12 +6,15 @@ Pallas kernels (``pallas/``), which trace the same functions inside a kernel.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 Array = jax.Array
 
@@ -80,6 +83,69 @@ def silu_and_slope(x: Array) -> tuple[Array, Array]:
     sigmoid(x)`` (``sigmoid(-x)``, not ``1 - s``, which cancels for large x)."""
     s = jax.nn.sigmoid(x)
     return x * s, s * (x * jax.nn.sigmoid(-x) + 1)
+
+
+# Numerical Recipes' erfcc: a Chebyshev fit of erfc(z) exp(z**2) in t = 1 / (1
+# + z / 2), relative error below 1.2e-7 for every z >= 0
+_ERFC_COEFFICIENTS = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+                      0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+
+
+def erfc_from_exp(x: Array) -> Array:
+    """``erfc(x)`` from exp and arithmetic alone, to a relative error below
+    1.2e-7: ``t exp(-z**2 + P(t))`` for ``z = |x| >= 0``, ``t = 1 / (1 + z /
+    2)``, and ``2 - erfc(z)`` for x < 0 (Numerical Recipes' erfcc). For
+    kernels whose compiler has no erf (Pallas Triton)."""
+    z = jnp.abs(x)
+    t = 1 / (1 + 0.5 * z)
+    poly = jnp.zeros_like(t)
+    for c in reversed(_ERFC_COEFFICIENTS[1:]):
+        poly = (poly + c) * t
+    y = t * jnp.exp(poly + _ERFC_COEFFICIENTS[0] - z * z)
+    return jnp.where(x >= 0, y, 2 - y)
+
+
+GELU_A = 0.044715                            # u(x) = sqrt(2 / pi) (x + GELU_A x**3)
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+# |x| beyond which gelu' is exactly 0 or 1 in float64 (Phi(-40) and
+# sigmoid(-2 u(25)) are below the smallest subnormal), by form (approximate)
+GELU_SATURATION = {False: 40.0, True: 25.0}
+
+
+def gelu_cdf(x: Array, approximate: bool, erfc: Callable[[Array], Array] = lax.erfc) -> Array:
+    """The ``c(x)`` of ``gelu(x) = x c(x)``: ``Phi(x) = erfc(-x / sqrt 2) / 2``
+    (exact form), ``sigmoid(2 u(x)) = (1 + tanh u) / 2`` (tanh form), both
+    without the cancellation of ``1 + erf`` / ``1 + tanh`` for x << 0."""
+    if approximate:
+        return jax.nn.sigmoid(x * (1.0 + GELU_A * x * x) * (2.0 * SQRT_2_OVER_PI))
+    return erfc(x * -math.sqrt(0.5)) * 0.5
+
+
+def gelu_and_slope(x: Array, approximate: bool,
+                   erfc: Callable[[Array], Array] = lax.erfc) -> tuple[Array, Array]:
+    """``gelu(x) = x c(x)`` (``gelu_cdf``) and ``gelu'(x)``: ``Phi(x) + x
+    exp(-x**2 / 2) / sqrt(2 pi)`` (exact form), ``c + 2 x c sigmoid(-2 u)
+    u'(x)`` (tanh form); the slope is its limit ``[x > 0]`` beyond
+    ``GELU_SATURATION`` (no inf * 0 there)."""
+    c = gelu_cdf(x, approximate, erfc)
+    if approximate:
+        two_u = x * (1.0 + GELU_A * x * x) * (2.0 * SQRT_2_OVER_PI)
+        du = (1.0 + 3.0 * GELU_A * x * x) * (2.0 * SQRT_2_OVER_PI)
+        slope = c + x * c * jax.nn.sigmoid(-two_u) * du
+    else:
+        slope = c + x * jnp.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+    big = jnp.abs(x) > GELU_SATURATION[approximate]
+    return x * c, jnp.where(big, (x > 0).astype(x.dtype), slope)
+
+
+def gate_and_slope(activation: str, x: Array, *, approximate: bool = False,
+                   erfc: Callable[[Array], Array] = lax.erfc) -> tuple[Array, Array]:
+    """A gated MLP's ``act(x)`` and ``act'(x)``: ``activation`` "silu"
+    (``silu_and_slope``) or "gelu" (``gelu_and_slope``, ``approximate`` its
+    tanh form)."""
+    if activation == "silu":
+        return silu_and_slope(x)
+    return gelu_and_slope(x, approximate, erfc)
 
 
 def rope_inv_freq(head_dim: int, theta: float) -> np.ndarray:

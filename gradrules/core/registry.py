@@ -209,13 +209,15 @@ def is_catalog_primitive(prim: Primitive) -> bool:
 # ------------------------------------------------------- reading the rules
 def rule_name(rule: Any) -> str:
     """How a rule reads in the manifest: a marker as is, a named function by
-    its name, ``functools.partial(f, a, b)`` as ``f(a, b)`` (primitives by
-    name, functions by theirs), a factory-made rule by the name its factory
-    gave it from the functions it combines (``chain_rule(_exp_dx)``)."""
+    its name, ``functools.partial(f, a, b, k=v)`` as ``f(a, b, k=v)``
+    (primitives by name, functions by theirs), a factory-made rule by the
+    name its factory gave it from the functions it combines
+    (``chain_rule(_exp_dx)``)."""
     if isinstance(rule, str):
         return rule
     if isinstance(rule, partial):
-        args = ", ".join(_arg_name(a) for a in rule.args)
+        args = ", ".join([_arg_name(a) for a in rule.args]
+                         + [f"{k}={_arg_name(v)}" for k, v in rule.keywords.items()])
         return f"{rule_name(rule.func)}({args})" if args else rule_name(rule.func)
     return str(getattr(rule, "__name__", type(rule).__name__))
 
@@ -230,13 +232,14 @@ def _arg_name(a: Any) -> str:
 
 def rule_functions(rule: Any) -> list[Callable[..., Any]]:
     """The functions a rule is made of, outermost first: through
-    ``functools.partial`` (its function and function arguments), wrappers
-    (``__wrapped__``) and factories (the ``parts`` they record)."""
+    ``functools.partial`` (its function and its function arguments,
+    positional or keyword), wrappers (``__wrapped__``) and factories (the
+    ``parts`` they record)."""
     if isinstance(rule, str) or rule is None:
         return []
     if isinstance(rule, partial):
         out = rule_functions(rule.func)
-        for a in rule.args:
+        for a in (*rule.args, *rule.keywords.values()):
             if callable(a) and not isinstance(a, Primitive):
                 out += rule_functions(a)
         return out

@@ -1,5 +1,6 @@
-"""Pallas (Triton) kernels of the three silu_gated primitives (SwiGLU):
-forward, tangent map (JVP) and backward, elementwise over large blocks.
+"""Pallas (Triton) kernels of the gated ops' three primitives (silu_gated:
+SwiGLU; gelu_gated: GeGLU, exact and tanh forms): forward, tangent map
+(JVP) and backward, elementwise over large blocks.
 
 The wrapper views every operand as ``[rows, width]`` (the leading axes
 flattened to rows, free for a contiguous array); the grid is ``(row blocks,
@@ -7,15 +8,16 @@ column blocks)`` and each program reads and writes one ``[block_rows,
 block_cols]`` tile of each operand, with masked loads and stores where the
 tile passes the end of the rows or of the width (a width of 1000 is one
 masked block of 1024). Everything is computed in float32 for 16-bit input,
-with the formulas of ``core.numerics`` (``gated_clamp``, ``silu_and_slope``)
-that the XLA forward uses too:
+with the formulas of ``core.numerics`` (``gated_clamp``, ``gate_and_slope``)
+that the XLA forward uses too; Triton has no erf, so the exact gelu's erfc
+is ``erfc_from_exp`` (relative error below 1.2e-7):
 
-* ``forward``: ``out = silu(gate) up``;
-* ``jvp``: ``t = silu'(gate) up tg + silu(gate) tu``;
-* ``backward``: ``dgate = g up silu'(gate)``, ``dup = g silu(gate)``;
+* ``forward``: ``out = act(gate) up``;
+* ``jvp``: ``t = act'(gate) up tg + act(gate) tu``;
+* ``backward``: ``dgate = g up act'(gate)``, ``dup = g act(gate)``;
 
-with the swigluLimit clamp (``limit``): gate clamped from above, up to
-``[-limit, limit]``, and each term times its clamp's mask in the
+with silu_gated's swigluLimit clamp (``limit``): gate clamped from above, up
+to ``[-limit, limit]``, and each term times its clamp's mask in the
 derivatives. Block sizes: ``BlockSizes`` (the caller's), else
 ``_pallas.TILE_ELEMENTS`` per tile by dtype with at most ``MAX_COLS`` columns.
 """
@@ -32,7 +34,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ..core.numerics import gated_clamp, silu_and_slope
+from ..core.numerics import erfc_from_exp, gate_and_slope, gated_clamp
 from ._pallas import (BlockSpec, ds, DTYPES, F32, iota, is_power_of_2, load, next_power_of_2,
                       program_id, RowBlocks, store, TILE_ELEMENTS,
                       triton_call)
@@ -122,72 +124,77 @@ def _keep(x: Array, mask: Array | None) -> Array:
     return x if mask is None else jnp.where(mask, x, jnp.zeros((), x.dtype))
 
 
-def _terms(gate_ref: Any, up_ref: Any, at: Any, ok: Array | None, limit: float | None
+def _terms(gate_ref: Any, up_ref: Any, at: Any, ok: Array | None, activation: str,
+           limit: float | None, approximate: bool
            ) -> tuple[Array, Array, Array, Array | None, Array | None]:
-    """(clamped up, silu(gate), silu'(gate), gate mask, up mask) of the tile."""
+    """(clamped up, act(gate), act'(gate), gate mask, up mask) of the tile."""
     g, u, mg, mu = gated_clamp(_read(gate_ref, at, ok), _read(up_ref, at, ok), limit)
-    silu, slope = silu_and_slope(g)
-    return u, silu, slope, mg, mu
+    act, slope = gate_and_slope(activation, g, approximate=approximate, erfc=erfc_from_exp)
+    return u, act, slope, mg, mu
 
 
 # ------------------------------------------------------------------ kernels
 def _forward_kernel(gate_ref: Any, up_ref: Any, out_ref: Any, *, t: Tiles,
-                    limit: float | None) -> None:
+                    **activation: Any) -> None:
     at, ok = _tile(t)
-    u, silu, _, _, _ = _terms(gate_ref, up_ref, at, ok, limit)
-    _write(out_ref, at, ok, silu * u)
+    u, act, _, _, _ = _terms(gate_ref, up_ref, at, ok, **activation)
+    _write(out_ref, at, ok, act * u)
 
 
 def _jvp_kernel(gate_ref: Any, up_ref: Any, tg_ref: Any, tu_ref: Any, t_ref: Any, *, t: Tiles,
-                limit: float | None) -> None:
+                **activation: Any) -> None:
     at, ok = _tile(t)
-    u, silu, slope, mg, mu = _terms(gate_ref, up_ref, at, ok, limit)
+    u, act, slope, mg, mu = _terms(gate_ref, up_ref, at, ok, **activation)
     tangent = (_keep(slope * u * _read(tg_ref, at, ok), mg)
-               + _keep(silu * _read(tu_ref, at, ok), mu))
+               + _keep(act * _read(tu_ref, at, ok), mu))
     _write(t_ref, at, ok, tangent)
 
 
 def _backward_kernel(gate_ref: Any, up_ref: Any, g_ref: Any, dgate_ref: Any, dup_ref: Any, *,
-                     t: Tiles, limit: float | None) -> None:
+                     t: Tiles, **activation: Any) -> None:
     at, ok = _tile(t)
-    u, silu, slope, mg, mu = _terms(gate_ref, up_ref, at, ok, limit)
+    u, act, slope, mg, mu = _terms(gate_ref, up_ref, at, ok, **activation)
     g = _read(g_ref, at, ok)
     _write(dgate_ref, at, ok, _keep(g * u * slope, mg))
-    _write(dup_ref, at, ok, _keep(g * silu, mu))
+    _write(dup_ref, at, ok, _keep(g * act, mu))
 
 
 # ----------------------------------------------------------------- wrappers
-def _launch(kernel: Any, name: str, operands: tuple[Array, ...], outputs: int,
-            blocks: BlockSizes | None, interpret: bool, **params: Any) -> list[Array]:
+def _launch(kernel: Any, suffix: str, operands: tuple[Array, ...], outputs: int,
+            blocks: BlockSizes | None, interpret: bool, activation: str,
+            limit: float | None = None, approximate: bool = False) -> list[Array]:
     """``kernel`` over the ``[rows, width]`` views of ``operands`` (one shape
-    and dtype), with ``outputs`` results of that shape and dtype."""
+    and dtype), with ``outputs`` results of that shape and dtype; the kernel
+    is named after the op (``silu_gated`` or ``gelu_gated``) and ``suffix``."""
     x = operands[0]
     t = tiles(x, blocks)
     views = [y.reshape(t.rows, t.width) for y in operands]
     spec = BlockSpec((t.rows, t.width), lambda i, j: (0, 0))
-    out = triton_call(partial(kernel, t=t, **params), name=name, grid=t.grid,
-                      in_specs=[spec] * len(views), out_specs=[spec] * outputs,
+    params = dict(activation=activation, limit=limit, approximate=approximate)
+    out = triton_call(partial(kernel, t=t, **params), name=f"{activation}_gated_{suffix}",
+                      grid=t.grid, in_specs=[spec] * len(views), out_specs=[spec] * outputs,
                       out_shape=[jax.ShapeDtypeStruct((t.rows, t.width), x.dtype)] * outputs,
                       num_warps=t.num_warps, num_stages=t.num_stages,
                       interpret=interpret)(*views)
     return [y.reshape(x.shape) for y in out]
 
 
-def forward(gate: Array, up: Array, *, limit: float | None, blocks: BlockSizes | None = None,
-            interpret: bool) -> Array:
-    (out,) = _launch(_forward_kernel, "silu_gated_forward", (gate, up), 1, blocks, interpret,
-                     limit=limit)
+def forward(gate: Array, up: Array, *, blocks: BlockSizes | None = None, interpret: bool,
+            **activation: Any) -> Array:
+    """``act(gate) up``; ``activation``: the op's ``activation`` ("silu" or
+    "gelu") and its params (``limit`` or ``approximate``)."""
+    (out,) = _launch(_forward_kernel, "forward", (gate, up), 1, blocks, interpret, **activation)
     return out
 
 
-def jvp(gate: Array, up: Array, tg: Array, tu: Array, *, limit: float | None,
-        blocks: BlockSizes | None = None, interpret: bool) -> Array:
-    (t,) = _launch(_jvp_kernel, "silu_gated_jvp", (gate, up, tg, tu), 1, blocks, interpret,
-                   limit=limit)
+def jvp(gate: Array, up: Array, tg: Array, tu: Array, *, blocks: BlockSizes | None = None,
+        interpret: bool, **activation: Any) -> Array:
+    """``act'(gate) up tg + act(gate) tu``."""
+    (t,) = _launch(_jvp_kernel, "jvp", (gate, up, tg, tu), 1, blocks, interpret, **activation)
     return t
 
 
-def backward(gate: Array, up: Array, g: Array, *, limit: float | None,
-             blocks: BlockSizes | None = None, interpret: bool) -> list[Array]:
-    return _launch(_backward_kernel, "silu_gated_vjp", (gate, up, g), 2, blocks, interpret,
-                   limit=limit)
+def backward(gate: Array, up: Array, g: Array, *, blocks: BlockSizes | None = None,
+             interpret: bool, **activation: Any) -> list[Array]:
+    """``[g up act'(gate), g act(gate)]``."""
+    return _launch(_backward_kernel, "vjp", (gate, up, g), 2, blocks, interpret, **activation)

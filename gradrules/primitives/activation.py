@@ -19,15 +19,19 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from .._jax import Primitive
 from ..core.args import bool_param, number_param
 from ..core.meta import op_name
+from ..core.numerics import GELU_A, GELU_SATURATION, gelu_cdf, SQRT_2_OVER_PI
+from ._compose import indicator
 from ._elementwise import define_elementwise, elementwise_primitive, register_elementwise
 from .arithmetic import add, multiply
+from .compare import gt, where
 from .convert import promote
-from .unary import neg
+from .special import erfc
+from .unary import abs as gr_abs
+from .unary import exp, neg, square
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -149,11 +153,7 @@ def silu_slope(x: Any, s: Any) -> Any:
 
 # ------------------------------------------------------------------- gelu
 def _gelu_impl(x: Array, *, approximate: bool) -> Array:
-    """Written without the cancellation of 1 + erf / 1 + tanh for x << 0."""
-    if approximate:
-        two_u = x * (1.0 + 0.044715 * x * x) * (2.0 * math.sqrt(2.0 / math.pi))
-        return x * jax.nn.sigmoid(two_u)
-    return x * (lax.erfc(x * -math.sqrt(0.5)) * 0.5)
+    return x * gelu_cdf(x, approximate)
 
 
 gelu_p = elementwise_primitive("gelu", _gelu_impl, family=FAMILY, params=("approximate",))
@@ -177,6 +177,37 @@ def gelu(x: ArrayLike, *, approximate: bool = False) -> Array:
     approx = bool_param("gelu", "approximate", approximate)
     (x,) = promote("gelu", {"x": x}, "float")
     return gelu_p.bind(x, approximate=approx)
+
+
+def _gelu_exact_slope(x: Any) -> Any:
+    """Phi(x) + x phi(x), Phi(x) = erfc(-x / sqrt 2) / 2 (accurate for x << 0)."""
+    cdf = multiply(erfc(multiply(x, -math.sqrt(0.5))), 0.5)
+    pdf = multiply(exp(multiply(square(x), -0.5)), 1.0 / math.sqrt(2.0 * math.pi))
+    return add(cdf, multiply(x, pdf))
+
+
+def _gelu_tanh_slope(x: Any) -> Any:
+    """s(2u) + 2 x s(2u) s(-2u) u'(x), u = c (x + a x**3), s = sigmoid: the
+    same as (1 + tanh u) / 2 + x / 2 (1 - tanh(u)**2) u'(x), without the
+    cancellation of 1 + tanh(u) for x << 0."""
+    x2 = square(x)
+    two_u = multiply(multiply(x, add(multiply(x2, GELU_A), 1.0)), 2.0 * SQRT_2_OVER_PI)
+    cdf = sigmoid(two_u)
+    du = multiply(add(multiply(x2, 3.0 * GELU_A), 1.0), 2.0 * SQRT_2_OVER_PI)
+    return add(cdf, multiply(multiply(x, cdf), multiply(sigmoid(neg(two_u)), du)))
+
+
+def gelu_slope(x: Any, approximate: bool) -> Any:
+    """gelu'(x) in gradrules ops (gelu's JVP, and the gated MLPs'): the
+    formula for |x| <= ``GELU_SATURATION`` and its limit [x > 0] beyond.
+
+    Double where: beyond the limit the formula runs on a safe x = 0, so the
+    overflow of its polynomial factors (x**2 in float16, ...) never meets an
+    exp or a sigmoid that has underflowed to 0 (no inf * 0 = NaN in any
+    order); the outer where picks the limit, whose derivatives are 0."""
+    formula = _gelu_tanh_slope if approximate else _gelu_exact_slope
+    big = gt(gr_abs(x), GELU_SATURATION[approximate])
+    return where(big, indicator(gt(x, 0.0), x), formula(where(big, 0.0, x)))
 
 
 def _gelu_reference(x: ArrayLike, *, approximate: bool = False) -> Array:

@@ -1,16 +1,18 @@
 """Primitives of the gated family: the gated MLP activations silu_gated
-(SwiGLU, fused: forward, tangent map and backward primitives), silu_rowsplit
-(gate and up as the two halves of the last axis) and gelu_gated (GeGLU).
+(SwiGLU) and gelu_gated (GeGLU), each fused as three primitives (forward,
+tangent map and backward, from one factory, ``_gated_primitives``), and
+silu_rowsplit (gate and up as the two halves of the last axis).
 
-The trainer's ``swigluLimit`` clamp (``limit``): the gate is clamped from
-above at ``limit`` and ``up`` to ``[-limit, limit]`` before the product (as
-in gpt-oss); the derivative of a clamp is 1 inside its range, boundary
-included, and 0 outside. 16-bit input is computed in float32.
+The trainer's ``swigluLimit`` clamp (``limit``, silu_gated): the gate is
+clamped from above at ``limit`` and ``up`` to ``[-limit, limit]`` before the
+product (as in gpt-oss); the derivative of a clamp is 1 inside its range,
+boundary included, and 0 outside. 16-bit input is computed in float32.
 
-silu_gated's tangent map and backward are written once, in gradrules ops
-(``silu_gated_tangent``, ``silu_gated_cotangent``): that composition is their
-XLA lowering and the function their JVP rules differentiate. The forwards are
-lowered from plain jax.numpy.
+The tangent map and backward are written once, in gradrules ops
+(``gated_tangent``, ``gated_cotangent``): that composition is their XLA
+lowering and the function their JVP rules differentiate. The forwards are
+lowered from plain jax.numpy (``core.numerics.gate_and_slope``, which the
+kernels trace too).
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .._jax import ShapedArray, aval_of
+from .._jax import Primitive, ShapedArray, aval_of
 from ..core.args import block_sizes_param, bool_param, choice_param, float_array, number_param
 from ..core.kernels import Implementation, implementation
 from ..core.meta import check_dtype, op_name
-from ..core.numerics import acc_dtype, gated_clamp, silu_and_slope
+from ..core.numerics import acc_dtype, gate_and_slope, gated_clamp
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ..pallas import gated as kernels
@@ -35,7 +37,7 @@ from ..pallas.gated import BlockSizes
 from ._compose import cast
 from ._fused import matching_meta, upcast
 from ._sharding import row_labels, shard_map_bind
-from .activation import clamp, gelu, sigmoid, silu_slope
+from .activation import clamp, gelu, gelu_slope, sigmoid, silu_slope
 from .arithmetic import add, multiply
 from .compare import le, where
 from .convert import promote
@@ -45,7 +47,6 @@ from .unary import abs as gr_abs
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
 FAMILY = "gated"
-PARAMS = ("limit",)
 ROWSPLIT_ACTIVATIONS = ("silu", "gelu", "gelu_tanh")
 
 
@@ -54,76 +55,91 @@ _blocks = partial(block_sizes_param, cls=BlockSizes,
                   public_name="gradrules.pallas.gated.BlockSizes")
 
 
-def _silu_gated_impl(gate: Array, up: Array, *, limit: float | None) -> Array:
-    """``silu(gate) up`` with the clamp, in jax.numpy (the formulas of
+def _gated_impl(gate: Array, up: Array, *, activation: str, limit: float | None = None,
+                approximate: bool = False) -> Array:
+    """``act(gate) up`` with the clamp, in jax.numpy (the formulas of
     ``core.numerics`` that the Pallas kernels use too)."""
     g, u, _, _ = gated_clamp(upcast(gate), upcast(up), limit)
-    return (silu_and_slope(g)[0] * u).astype(gate.dtype)
+    act = gate_and_slope(activation, g, approximate=approximate)[0]
+    return (act * u).astype(gate.dtype)
 
 
-def _silu_terms(gate: Any, up: Any, limit: float | None) -> tuple[Any, ...]:
-    """(accumulation dtype, clamped up, silu(gate), silu'(gate) = s (1 + gate
-    (1 - s)) with s = sigmoid(gate), and the masks where each clamp passes
-    derivatives (None without a limit)), in gradrules ops. The clamps are the
-    catalog clamp, whose derivative is 1 inside its range, bounds included, as
-    the masks (so the JVPs of the compositions agree with them)."""
+def _gated_terms(gate: Any, up: Any, activation: str, limit: float | None, approximate: bool
+                 ) -> tuple[Any, ...]:
+    """(accumulation dtype, clamped up, act(gate), act'(gate), and the masks
+    where each clamp passes derivatives (None without a limit)), in gradrules
+    ops: ``silu(x) = x s`` with ``s = sigmoid(x)`` and ``silu_slope``, or
+    ``gelu`` and ``gelu_slope``. The clamps are the catalog clamp, whose
+    derivative is 1 inside its range, bounds included, as the masks (so the
+    JVPs of the compositions agree with them)."""
     acc = acc_dtype(aval_of(gate).dtype)
     g, u = cast(gate, acc), cast(up, acc)
     mg = mu = None
     if limit is not None:
         mg, mu = le(g, limit), le(gr_abs(u), limit)
         g, u = clamp(g, max=limit), clamp(u, min=-limit, max=limit)
-    s = sigmoid(g)
-    return acc, u, multiply(g, s), silu_slope(g, s), mg, mu
+    if activation == "silu":
+        s = sigmoid(g)
+        return acc, u, multiply(g, s), silu_slope(g, s), mg, mu
+    return acc, u, gelu(g, approximate=approximate), gelu_slope(g, approximate), mg, mu
 
 
 def _keep(x: Any, mask: Any) -> Any:
     return x if mask is None else where(mask, x, 0.0)
 
 
-def silu_gated_tangent(gate: Any, up: Any, tg: Any, tu: Any, *, limit: float | None) -> Any:
-    """``silu'(gate) up t_gate + silu(gate) t_up`` (each times its clamp's
-    mask), in float32 for 16-bit input: silu_gated's tangent map."""
-    acc, u, s, ds, mg, mu = _silu_terms(gate, up, limit)
-    t = add(_keep(multiply(multiply(ds, u), cast(tg, acc)), mg),
-            _keep(multiply(s, cast(tu, acc)), mu))
+def gated_tangent(gate: Any, up: Any, tg: Any, tu: Any, *, activation: str,
+                  limit: float | None = None, approximate: bool = False) -> Any:
+    """``act'(gate) up t_gate + act(gate) t_up`` (each times its clamp's
+    mask), in float32 for 16-bit input: the gated ops' tangent map."""
+    acc, u, act, slope, mg, mu = _gated_terms(gate, up, activation, limit, approximate)
+    t = add(_keep(multiply(multiply(slope, u), cast(tg, acc)), mg),
+            _keep(multiply(act, cast(tu, acc)), mu))
     return cast(t, aval_of(gate).dtype)
 
 
-def silu_gated_cotangent(gate: Any, up: Any, g: Any, *, limit: float | None
-                         ) -> tuple[Any, Any]:
-    """``(g up silu'(gate), g silu(gate))`` (each times its clamp's mask): the
-    transpose of the tangent map, silu_gated's backward."""
-    acc, u, s, ds, mg, mu = _silu_terms(gate, up, limit)
+def gated_cotangent(gate: Any, up: Any, g: Any, *, activation: str, limit: float | None = None,
+                    approximate: bool = False) -> tuple[Any, Any]:
+    """``(g up act'(gate), g act(gate))`` (each times its clamp's mask): the
+    transpose of the tangent map, the gated ops' backward."""
+    acc, u, act, slope, mg, mu = _gated_terms(gate, up, activation, limit, approximate)
     gf = cast(g, acc)
     dtype = aval_of(gate).dtype
-    return (cast(_keep(multiply(multiply(gf, u), ds), mg), dtype),
-            cast(_keep(multiply(gf, s), mu), dtype))
+    return (cast(_keep(multiply(multiply(gf, u), slope), mg), dtype),
+            cast(_keep(multiply(gf, act), mu), dtype))
 
 
-silu_gated_p = define_primitive("silu_gated", family=FAMILY, operands=("gate", "up"),
-                                params=PARAMS,
-                                infer_meta=matching_meta("silu_gated", ("gate", "up")),
-                                implementations={"xla": _silu_gated_impl,
-                                                 "pallas": kernels.forward,
-                                                 "supports": kernels.supports})
-silu_gated_jvp_p = define_primitive(
-    "silu_gated_jvp", family=FAMILY, operands=("gate", "up", "tg", "tu"), params=PARAMS,
-    infer_meta=matching_meta("silu_gated_jvp", ("gate", "up", "tg", "tu")),
-    implementations={"xla": silu_gated_tangent, "pallas": kernels.jvp,
-                     "supports": kernels.supports})
+def _gated_primitives(name: str, activation: str, params: tuple[str, ...]
+                      ) -> tuple[Primitive, Primitive, Primitive]:
+    """A gated op's three primitives: ``name`` (forward), ``name_jvp``
+    (tangent map, linear in tg, tu) and ``name_vjp`` (backward, linear in
+    g), each lowered by its XLA entry (``_gated_impl``, ``gated_tangent``,
+    ``gated_cotangent``) or its Pallas kernel, for ``activation``."""
+    def table(xla: Any, pallas: Any) -> dict[str, Any]:
+        return {"xla": partial(xla, activation=activation),
+                "pallas": partial(pallas, activation=activation), "supports": kernels.supports}
+
+    def vjp_meta(gate: Any, up: Any, g: Any, **params: Any) -> tuple[ShapedArray, ...]:
+        out = matching_meta(f"{name}_vjp", ("gate", "up", "g"))(gate, up, g)
+        return out, out
+
+    forward = define_primitive(name, family=FAMILY, operands=("gate", "up"), params=params,
+                               infer_meta=matching_meta(name, ("gate", "up")),
+                               implementations=table(_gated_impl, kernels.forward))
+    jvp = define_primitive(f"{name}_jvp", family=FAMILY, operands=("gate", "up", "tg", "tu"),
+                           params=params,
+                           infer_meta=matching_meta(f"{name}_jvp", ("gate", "up", "tg", "tu")),
+                           implementations=table(gated_tangent, kernels.jvp))
+    vjp = define_primitive(f"{name}_vjp", family=FAMILY, operands=("gate", "up", "g"),
+                           params=params, infer_meta=vjp_meta, multiple_results=True,
+                           implementations=table(gated_cotangent, kernels.backward))
+    return forward, jvp, vjp
 
 
-def _silu_gated_vjp_meta(gate: Any, up: Any, g: Any, **params: Any) -> tuple[ShapedArray, ...]:
-    out = matching_meta("silu_gated_vjp", ("gate", "up", "g"))(gate, up, g)
-    return out, out
-
-
-silu_gated_vjp_p = define_primitive(
-    "silu_gated_vjp", family=FAMILY, operands=("gate", "up", "g"), params=PARAMS,
-    infer_meta=_silu_gated_vjp_meta, multiple_results=True,
-    implementations={"xla": silu_gated_cotangent, "pallas": kernels.backward,
-                     "supports": kernels.supports})
+silu_gated_p, silu_gated_jvp_p, silu_gated_vjp_p = _gated_primitives("silu_gated", "silu",
+                                                                      ("limit",))
+gelu_gated_p, gelu_gated_jvp_p, gelu_gated_vjp_p = _gated_primitives("gelu_gated", "gelu",
+                                                                      ("approximate",))
 
 
 def limit_param(op: str, limit: Any) -> float | None:
@@ -140,13 +156,25 @@ def _pair(op: str, gate: Any, up: Any) -> list[Any]:
     return [gate, up]
 
 
+def _bind(prim: Primitive, gate: Array, up: Array, block_sizes: Any, **params: Any) -> Array:
+    """``prim`` bound on gate and up with ``params`` and the implementation
+    (``block_sizes`` checked), inside ``jax.shard_map`` over the axes that
+    gate's dims are sharded on (``primitives/_sharding``)."""
+    params["implementation"] = implementation(_blocks(prim.name, block_sizes))
+    labels = row_labels(np.ndim(gate), axis_label="features")
+    (out,) = shard_map_bind(lambda g, u: [prim.bind(g, u, **params)], (gate, up),
+                            (labels, labels), (labels,))
+    return out
+
+
 def silu_gated(gate: ArrayLike, up: ArrayLike, *, limit: float | None = None,
                block_sizes: BlockSizes | None = None) -> Array:
     """SwiGLU: ``silu(gate) * up``, ``silu(x) = x sigmoid(x)``; with ``limit``,
     ``silu(min(gate, limit)) * clip(up, -limit, limit)``.
 
-    d/dgate = ``up silu'(gate)`` with ``silu' = s (1 + gate (1 - s))``, d/dup =
-    ``silu(gate)`` (each times its clamp's mask). Three primitives:
+    d/dgate = ``up silu'(gate)`` with ``silu' = s (1 + gate sigmoid(-gate))``,
+    ``s = sigmoid(gate)``; d/dup = ``silu(gate)`` (each times its clamp's
+    mask). Three primitives:
     ``silu_gated``, ``silu_gated_jvp`` (tangent map) and ``silu_gated_vjp``
     (backward), transposes of each other, each with an XLA lowering and a
     Pallas kernel (``pallas/gated.py``). ``block_sizes``, a
@@ -156,12 +184,7 @@ def silu_gated(gate: ArrayLike, up: ArrayLike, *, limit: float | None = None,
     """
     op = "silu_gated"
     gate, up = _pair(op, gate, up)
-    params = dict(limit=limit_param(op, limit),
-                  implementation=implementation(_blocks(op, block_sizes)))
-    labels = row_labels(np.ndim(gate), axis_label="features")
-    (out,) = shard_map_bind(lambda g, u: [silu_gated_p.bind(g, u, **params)], (gate, up),
-                            (labels, labels), (labels,))
-    return out
+    return _bind(silu_gated_p, gate, up, block_sizes, limit=limit_param(op, limit))
 
 
 def _silu_gated_reference(gate: ArrayLike, up: ArrayLike, *, limit: float | None = None
@@ -180,29 +203,24 @@ register_op(OpDef(name="silu_gated", family=FAMILY, fn=silu_gated,
 
 
 # --------------------------------------------------------------- gelu_gated
-def gelu_gated_composition(gate: Any, up: Any, *, approximate: bool) -> Any:
-    """``gelu(gate) * up`` with the gradrules gelu, in float32 for 16-bit
-    input: gelu_gated's lowering and the function its JVP differentiates."""
-    dtype = aval_of(gate).dtype
-    acc = acc_dtype(dtype)
-    return cast(multiply(gelu(cast(gate, acc), approximate=approximate), cast(up, acc)), dtype)
+def gelu_gated(gate: ArrayLike, up: ArrayLike, *, approximate: bool = False,
+               block_sizes: BlockSizes | None = None) -> Array:
+    """GeGLU: ``gelu(gate) * up``; ``gelu(x) = x Phi(x)``, ``Phi(x) =
+    erfc(-x / sqrt 2) / 2``, or with ``approximate`` its tanh form ``x
+    sigmoid(2 u)``, ``u = sqrt(2 / pi) (x + 0.044715 x**3)``.
 
-
-gelu_gated_p = define_primitive("gelu_gated", family=FAMILY, operands=("gate", "up"),
-                                params=("approximate",),
-                                infer_meta=matching_meta("gelu_gated", ("gate", "up")),
-                                impl=gelu_gated_composition)
-
-
-def gelu_gated(gate: ArrayLike, up: ArrayLike, *, approximate: bool = False) -> Array:
-    """GeGLU: ``gelu(gate) * up`` (``approximate`` picks gelu's tanh form).
-
-    d/dgate = ``gelu'(gate) up``, d/dup = ``gelu(gate)``: the JVP is that of
-    ``gelu(gate) * up`` written with the gradrules ops gelu and multiply.
+    d/dgate = ``up gelu'(gate)`` (``gelu'`` as ``gradrules.gelu`` states it),
+    d/dup = ``gelu(gate)``. Three primitives: ``gelu_gated``,
+    ``gelu_gated_jvp`` (tangent map) and ``gelu_gated_vjp`` (backward),
+    transposes of each other, each with an XLA lowering and a Pallas kernel
+    (``pallas/gated.py``; the exact form's erfc there is
+    ``core.numerics.erfc_from_exp``, within 1.2e-7 relative). ``block_sizes``
+    and meshes as for ``silu_gated``.
     """
     op = "gelu_gated"
     gate, up = _pair(op, gate, up)
-    return gelu_gated_p.bind(gate, up, approximate=bool_param(op, "approximate", approximate))
+    return _bind(gelu_gated_p, gate, up, block_sizes,
+                 approximate=bool_param(op, "approximate", approximate))
 
 
 def _gelu_gated_reference(gate: ArrayLike, up: ArrayLike, *, approximate: bool = False
@@ -212,7 +230,8 @@ def _gelu_gated_reference(gate: ArrayLike, up: ArrayLike, *, approximate: bool =
             * upcast(jnp.asarray(up))).astype(gate.dtype)
 
 
-register_op(OpDef(name="gelu_gated", family=FAMILY, fn=gelu_gated, primitives=(gelu_gated_p,),
+register_op(OpDef(name="gelu_gated", family=FAMILY, fn=gelu_gated,
+                  primitives=(gelu_gated_p, gelu_gated_jvp_p, gelu_gated_vjp_p),
                   reference=_gelu_gated_reference, operands=("gate", "up")))
 
 
@@ -235,7 +254,8 @@ def silu_rowsplit_composition(x: Any, *, activation: str, limit: float | None,
     gate, up = split(x, indices_or_sections=2, axis=-1)
     if activation == "silu":
         return silu_gated_p.bind(gate, up, limit=limit, implementation=implementation)
-    return gelu_gated_p.bind(gate, up, approximate=activation == "gelu_tanh")
+    return gelu_gated_p.bind(gate, up, approximate=activation == "gelu_tanh",
+                             implementation=implementation)
 
 
 silu_rowsplit_p = define_primitive("silu_rowsplit", family=FAMILY, operands=("x",),

@@ -11,8 +11,6 @@ derivative saturates.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,8 +22,7 @@ from ..primitives._compose import indicator
 from ..primitives.arithmetic import add, multiply
 from ..primitives.compare import ge, gt, le, lt, where
 from ..primitives.logical import logical_and
-from ..primitives.special import erfc
-from ..primitives.unary import abs, exp, neg, square
+from ..primitives.unary import neg
 from ._common import elementwise_rules
 
 
@@ -81,47 +78,8 @@ register_rules(a.silu_p, **elementwise_rules(a.silu_p, _silu_dx))
 
 
 # gelu ----------------------------------------------------------------------
-_GELU_A = 0.044715
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-# |x| beyond which gelu' is exactly 0 or 1 in float64 (Phi(-40) and
-# sigmoid(-2 u(25)) are below the smallest subnormal)
-_GELU_EXACT_LIMIT = 40.0
-_GELU_TANH_LIMIT = 25.0
-
-
-def _gelu_exact_formula(x: Any) -> Any:
-    """Phi(x) + x phi(x), Phi(x) = erfc(-x / sqrt 2) / 2 (accurate for x << 0)."""
-    cdf = multiply(erfc(multiply(x, -math.sqrt(0.5))), 0.5)
-    pdf = multiply(exp(multiply(square(x), -0.5)), 1.0 / math.sqrt(2.0 * math.pi))
-    return add(cdf, multiply(x, pdf))
-
-
-def _gelu_tanh_formula(x: Any) -> Any:
-    """s(2u) + 2 x s(2u) s(-2u) u'(x), u = c (x + a x**3), s = sigmoid: the
-    same as (1 + tanh u) / 2 + x / 2 (1 - tanh(u)**2) u'(x), without the
-    cancellation of 1 + tanh(u) for x << 0."""
-    x2 = square(x)
-    two_u = multiply(multiply(x, add(multiply(x2, _GELU_A), 1.0)), 2.0 * _SQRT_2_OVER_PI)
-    cdf = a.sigmoid(two_u)
-    du = multiply(add(multiply(x2, 3.0 * _GELU_A), 1.0), 2.0 * _SQRT_2_OVER_PI)
-    return add(cdf, multiply(multiply(x, cdf), multiply(a.sigmoid(neg(two_u)), du)))
-
-
-def _saturated(x: Any, limit: float, formula: Callable[[Any], Any]) -> Any:
-    """``formula(x)`` for |x| <= limit and its limit [x > 0] beyond.
-
-    Double where: beyond the limit the formula runs on a safe x = 0, so the
-    overflow of its polynomial factors (x**2 in float16, ...) never meets an
-    exp or a sigmoid that has underflowed to 0 (no inf * 0 = NaN in any
-    order); the outer where picks the limit, whose derivatives are 0."""
-    big = gt(abs(x), limit)
-    return where(big, indicator(gt(x, 0.0), x), formula(where(big, 0.0, x)))
-
-
 def _gelu_dx(x: Any, out: Any, *, approximate: bool) -> Any:
-    if approximate:
-        return _saturated(x, _GELU_TANH_LIMIT, _gelu_tanh_formula)
-    return _saturated(x, _GELU_EXACT_LIMIT, _gelu_exact_formula)
+    return a.gelu_slope(x, approximate)
 
 
 register_rules(a.gelu_p, **elementwise_rules(a.gelu_p, _gelu_dx))

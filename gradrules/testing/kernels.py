@@ -21,7 +21,20 @@ import jax.numpy as jnp
 
 from ..core.config import config
 
-__all__ = ["assert_close", "assert_kernels_match_xla", "everything", "tolerance"]
+__all__ = ["assert_close", "assert_kernels_match_xla", "everything", "lowering_matrix",
+           "tolerance"]
+
+
+KERNEL_DTYPES = ("float16", "bfloat16", "float32")
+
+
+def lowering_matrix(cases: Sequence[Any]) -> list[tuple[Any, str]]:
+    """The (case, dtype) pairs a CUDA-lowering test lowers: every case in its
+    own dtype, and each dtype the kernels take that no case has on the first
+    case (every case and every dtype, without their product)."""
+    seen = {case.dtype for case in cases}
+    return ([(case, case.dtype) for case in cases]
+            + [(cases[0], dtype) for dtype in KERNEL_DTYPES if dtype not in seen])
 
 
 def tolerance(dtype: Any) -> float:

@@ -1,7 +1,8 @@
 """Samples of the gated family: with and without the swigluLimit clamp (the
 points away from the clamp's kinks: tests/test_gated.py checks them), a
 size-0 axis, a rank-3 input, and each activation of silu_rowsplit; and
-``KERNEL_CASES``, the calls of silu_gated the Pallas kernel tests run."""
+``KERNEL_CASES``, the calls of silu_gated and gelu_gated the Pallas kernel
+tests run."""
 
 from __future__ import annotations
 
@@ -50,28 +51,41 @@ OPINFOS = [OpInfo("silu_gated", _gated), OpInfo("gelu_gated", _gelu_gated),
 
 @dataclass(frozen=True)
 class KernelCase:
-    """A call of silu_gated for the kernel tests (interpret mode against the
-    XLA lowering, and the CUDA lowering): gate and up of ``shape``, both
-    differentiated; ``blocks``: (block_rows, block_cols) or None (the
-    defaults)."""
+    """A call of a gated op (``op``: "silu_gated" or "gelu_gated") for the
+    kernel tests (interpret mode against the XLA lowering, and the CUDA
+    lowering): gate and up of ``shape``, both differentiated; ``params``: the
+    op's keyword arguments other than the block sizes; ``blocks``:
+    (block_rows, block_cols) or None (the defaults)."""
 
     name: str
+    op: str
     shape: tuple[int, ...]
     dtype: str
-    limit: float | None
+    params: tuple[tuple[str, Any], ...]
     blocks: tuple[int, int] | None
 
     def arrays(self, rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
-        """``[gate, up]`` (float64, in [-3, 3): both sides of a limit) and the
-        keyword arguments of the call other than the block sizes."""
-        return [floats(rng, self.shape, -3.0, 3.0) for _ in range(2)], {"limit": self.limit}
+        """``[gate, up]`` (float64, in [-3, 3): both sides of a limit; for
+        gelu_gated every 7th gate entry at +-30 or +-45, where gelu' is its
+        limit in one form or both) and the keyword arguments of the call
+        other than the block sizes."""
+        gate, up = (floats(rng, self.shape, -3.0, 3.0) for _ in range(2))
+        if self.op == "gelu_gated":
+            far = gate.reshape(-1)[::7]
+            far[:] = np.sign(far) * rng.choice([30.0, 45.0], far.shape)
+        return [gate, up], dict(self.params)
 
 
 # widths 1000 (one masked column block) and 1100 (five blocks of 256, the
-# last partial), rows that do not fill the last row block, rank 3 and 2, the
-# clamp, float32 and bfloat16.
+# last partial), rows that do not fill the last row block, rank 3 and 2,
+# silu_gated's clamp, gelu_gated's two forms, float32 and bfloat16.
 KERNEL_CASES = [
-    KernelCase("width-1000-f32", (3, 5, 1000), "float32", None, None),
-    KernelCase("width-1100-limit-f32", (7, 1100), "float32", 1.5, (2, 256)),
-    KernelCase("width-100-limit-bf16", (4, 33, 100), "bfloat16", 2.0, None),
+    KernelCase("silu-width-1000-f32", "silu_gated", (3, 5, 1000), "float32", (), None),
+    KernelCase("silu-width-1100-limit-f32", "silu_gated", (7, 1100), "float32",
+               (("limit", 1.5),), (2, 256)),
+    KernelCase("silu-width-100-limit-bf16", "silu_gated", (4, 33, 100), "bfloat16",
+               (("limit", 2.0),), None),
+    KernelCase("gelu-width-1100-f32", "gelu_gated", (7, 1100), "float32", (), (2, 256)),
+    KernelCase("gelu-tanh-width-100-bf16", "gelu_gated", (4, 33, 100), "bfloat16",
+               (("approximate", True),), None),
 ]
