@@ -3,7 +3,9 @@
 Every public op below is a JAX primitive (or a fused group of three: forward,
 JVP, backward) with abstract eval, JVP, transpose where linear, batching and
 an XLA lowering; ``gradrules.check`` verifies the rules, ``list_ops`` /
-``get_op`` give the manifest.
+``get_op`` give the manifest, and ``define_primitive`` / ``register_rules`` /
+``define_op`` / ``register_samples`` make ops of your own the same way
+(``gradrules.extend``, ``docs/extending.md``).
 """
 
 from . import primitives as _primitives  # noqa: F401  (registers the primitives)
@@ -14,6 +16,37 @@ from .core.registry import list_ops as list_ops
 from .testing.check import CHECKS as CHECKS
 from .testing.check import check as check
 from .testing.report import Report as Report
+from .explain import Explanation as Explanation
+from .explain import explain as explain
+
+# extending: your own ops, with the calls the catalog is made of (docs/extending.md)
+from .extend import define_primitive as define_primitive
+from .extend import register_rules as register_rules
+from .extend import define_op as define_op
+from .extend import register_samples as register_samples
+from .extend import Sample as Sample
+from .extend import Tol as Tol
+from .extend import NOT_DIFFERENTIABLE as NOT_DIFFERENTIABLE
+from .extend import ZERO_DERIVATIVE as ZERO_DERIVATIVE
+from .extend import NOT_LINEAR as NOT_LINEAR
+from .extend import Tangent as Tangent
+from .extend import Cotangent as Cotangent
+from .extend import MaybeUndefined as MaybeUndefined
+from .extend import BatchDim as BatchDim
+from .extend import JvpResult as JvpResult
+from .extend import BatchResult as BatchResult
+from .extend import ShapedArray as ShapedArray
+from .extend import Zero as Zero
+from .extend import UndefinedPrimal as UndefinedPrimal
+from .extend import zero_tangent as zero_tangent
+from .extend import zero_cotangent as zero_cotangent
+from .extend import is_zero as is_zero
+from .extend import is_undefined_primal as is_undefined_primal
+from .extend import aval_of as aval_of
+from .extend import instantiate as instantiate
+from .extend import add_tangents as add_tangents
+from .extend import linear_jvp as linear_jvp
+from .extend import bdim_to_front as bdim_to_front
 
 # activation
 from .primitives.activation import sigmoid as sigmoid

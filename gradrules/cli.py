@@ -1,4 +1,4 @@
-"""``gradrules list | check | bench | demo``."""
+"""``gradrules list | check | explain | bench | demo``."""
 
 from __future__ import annotations
 
@@ -8,10 +8,18 @@ import inspect
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .core.registry import (RULE_KINDS, PrimitiveInfo, OpDef, close_matches, families,
                             get_op, list_ops, rule_locations, rule_name, source_location)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line on stderr (exit status 2):
+    what is wrong and where the help is, without the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (`{self.prog} -h` for help)\n")
 
 
 def _resolve_names(names: Sequence[str], family: bool = False) -> list[OpDef] | str:
@@ -146,9 +154,48 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from .explain import explain
+    from .testing.check import CHECKS
+    found = _resolve_names([args.op])
+    if isinstance(found, str):
+        print(found, file=sys.stderr)
+        return 2
+    unknown = sorted(set(args.checks or ()) - set(CHECKS))
+    if unknown:
+        print(f"gradrules: unknown checks {unknown}; known: {', '.join(CHECKS)}",
+              file=sys.stderr)
+        return 2
+    if not args.no_check:
+        sys.stderr.write(f"gradrules explain: running the checker on {found[0].name}...\n")
+    result = explain(found[0].name, checks=args.checks or None, run_checks=not args.no_check)
+    print(result.text, end="")
+    if args.html:
+        with open(args.html, "w", encoding="utf-8") as page:
+            page.write(result.html())
+        sys.stderr.write(f"gradrules explain: wrote {args.html}\n")
+    return 0 if result.report is None or result.report.passed else 1
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import builtin_rows, format_table
-    print(format_table(builtin_rows(args.size)))
+    from .bench import BENCH_CASES, bench_rows, format_table
+    names = [c.name for c in BENCH_CASES]
+    unknown = [n for n in args.op or () if n not in names and
+               not any(c.op == n for c in BENCH_CASES)]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], names, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(names)}"
+        print(f"gradrules: no benchmark named {unknown[0]!r}{hint}", file=sys.stderr)
+        return 2
+    cases = [c for c in BENCH_CASES if not args.op or c.name in args.op or c.op in args.op]
+
+    def progress(name: str) -> None:
+        sys.stderr.write(f"\rgradrules bench: {name:<48}")
+        sys.stderr.flush()
+
+    rows = bench_rows(cases, quick=args.quick, progress=progress)
+    sys.stderr.write("\n")
+    print(format_table(rows))
     return 0
 
 
@@ -157,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["demo"]:           # its own flags (argparse's REMAINDER would refuse them)
         from . import demo
         return demo.main(argv[1:])
-    parser = argparse.ArgumentParser(prog="gradrules", description=__doc__)
+    parser = OneLineParser(prog="gradrules", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("list", help="print the op manifest (an op's or family's rules with "
                                     "their file:line when named)")
@@ -174,13 +221,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("-f", "--family", action="store_true", help="the names are families")
     p.add_argument("--checks", nargs="*", help="a subset of the checks")
     p.add_argument("-v", "--verbose", action="store_true", help="print every row")
-    p = sub.add_parser("bench", help="time / memory / flops ratios against jax.numpy")
-    p.add_argument("--size", type=int, default=1 << 20)
+    p = sub.add_parser("explain", help="one op's signature, maths, rules (as source, with "
+                                       "file:line), derivative jaxprs and checker table")
+    p.add_argument("op", metavar="OP")
+    p.add_argument("--html", metavar="FILE", help="also write a standalone HTML page")
+    p.add_argument("--checks", nargs="+", help="run only these checks")
+    p.add_argument("--no-check", action="store_true", help="do not run the checker")
+    p = sub.add_parser("bench", help="time / memory / flops ratios against jax.numpy "
+                                     "(the fused ops: forward, grad, Hessian-vector product)")
+    p.add_argument("--op", nargs="+", metavar="NAME", help="only these benchmarks (or ops)")
+    p.add_argument("--quick", action="store_true", help="tiny sizes (seconds, not minutes)")
     sub.add_parser("demo", help="train a small transformer built from gradrules ops "
                                 "(`gradrules demo --help` for its flags)")
     args = parser.parse_args(argv)
     import gradrules  # noqa: F401  (registers every op)
-    return {"list": _cmd_list, "check": _cmd_check, "bench": _cmd_bench}[args.cmd](args)
+    return {"list": _cmd_list, "check": _cmd_check, "explain": _cmd_explain,
+            "bench": _cmd_bench}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ Adam. Afterwards, in float64:
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -38,6 +37,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from ._jax import iter_eqns
+from .cli import OneLineParser
 from .core.registry import get_op, is_catalog_primitive
 from .primitives.arithmetic import residual_add
 from .primitives.attention import attention
@@ -355,7 +355,7 @@ def run(cfg: Config, out: TextIO = sys.stdout, text: str | None = None) -> Resul
 
 def parse_args(argv: list[str] | None = None) -> Config:
     d = Config()
-    p = argparse.ArgumentParser(prog="gradrules demo", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="gradrules demo", description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=d.steps, help="training steps")
     p.add_argument("--d-model", type=int, default=d.d_model, help="model width")
     p.add_argument("--layers", type=int, default=d.layers, help="transformer blocks")

@@ -253,9 +253,21 @@ def test_jax_export_round_trip() -> None:
     np.testing.assert_allclose(restored.call(x, y), jax.grad(f)(x, y))
 
 
-def test_bench_compares_against_jax_numpy() -> None:
-    from gradrules.bench import builtin_rows, format_table
-    rows = builtin_rows(size=1024)
-    assert [r.name for r in rows][:2] == ["tanh*exp(x/y) forward", "tanh*exp(x/y) grad"]
-    assert all(r.flops > 0 and r.ref_flops > 0 for r in rows)
-    assert "time x" in format_table(rows)
+def test_bench_compares_the_fused_ops_against_jax_numpy(capsys) -> None:
+    """``gradrules bench --quick --op ...``: every mode of each case beside
+    plain jax.numpy, finite ratios, progress on stderr."""
+    assert cli_main(["bench", "--quick", "--op", "softmax", "attention causal"]) == 0
+    out, err = capsys.readouterr()
+    names = [line.split("  ")[0] for line in out.splitlines()[2:]]
+    assert names == [f"{op} {mode}" for op in ("softmax", "attention causal")
+                     for mode in ("forward", "grad", "hvp")]
+    assert "nan" not in out and "gradrules bench: attention causal hvp" in err
+    assert cli_main(["bench", "--op", "softmx"]) == 2
+    assert "did you mean softmax" in capsys.readouterr().err
+
+
+def test_bench_ratios_of_zero_are_not_nan() -> None:
+    from gradrules.bench import BenchRow, ratio
+    assert ratio(0, 0) == 1.0 and ratio(2.0, 0) == float("inf") and ratio(1.0, 4.0) == 0.25
+    row = BenchRow("x", 1e-3, 2e-3, 0, 0, 0.0, 10.0)
+    assert (row.time_ratio, row.mem_ratio, row.flops_ratio) == (0.5, 1.0, 0.0)

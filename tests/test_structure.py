@@ -373,21 +373,6 @@ def test_a_family_that_shares_its_name_with_an_op(capsys):
     assert "no family named 'gathr'; did you mean gather" in capsys.readouterr().err
 
 
-def test_demo_takes_its_own_flags(capsys):
-    """``gradrules demo --steps ...`` reaches the demo's own parser."""
-    with pytest.raises(SystemExit) as done:
-        cli_main(["demo", "--help"])
-    assert done.value.code == 0 and "--steps" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("cmd", ["list", "check"])
-def test_unknown_names_get_one_line_with_close_matches(cmd, capsys):
-    assert cli_main([cmd, "softmx"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "no op or family named 'softmx'" in err
-    assert "softmax" in err
-
-
 # ------------------------------------------------------------- the checker
 def test_the_checker_draws_the_same_directions_in_every_process():
     """Tangents are seeded from a stable digest of the names, so two processes

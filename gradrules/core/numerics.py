@@ -112,12 +112,17 @@ SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 GELU_SATURATION = {False: 40.0, True: 25.0}
 
 
+def gelu_two_u(x: Array) -> Array:
+    """The tanh form's ``2 u(x) = 2 sqrt(2 / pi) (x + a x**3)``."""
+    return x * (1.0 + GELU_A * x * x) * (2.0 * SQRT_2_OVER_PI)
+
+
 def gelu_cdf(x: Array, approximate: bool, erfc: Callable[[Array], Array] = lax.erfc) -> Array:
     """The ``c(x)`` of ``gelu(x) = x c(x)``: ``Phi(x) = erfc(-x / sqrt 2) / 2``
     (exact form), ``sigmoid(2 u(x)) = (1 + tanh u) / 2`` (tanh form), both
     without the cancellation of ``1 + erf`` / ``1 + tanh`` for x << 0."""
     if approximate:
-        return jax.nn.sigmoid(x * (1.0 + GELU_A * x * x) * (2.0 * SQRT_2_OVER_PI))
+        return jax.nn.sigmoid(gelu_two_u(x))
     return erfc(x * -math.sqrt(0.5)) * 0.5
 
 
@@ -129,9 +134,8 @@ def gelu_and_slope(x: Array, approximate: bool,
     ``GELU_SATURATION`` (no inf * 0 there)."""
     c = gelu_cdf(x, approximate, erfc)
     if approximate:
-        two_u = x * (1.0 + GELU_A * x * x) * (2.0 * SQRT_2_OVER_PI)
         du = (1.0 + 3.0 * GELU_A * x * x) * (2.0 * SQRT_2_OVER_PI)
-        slope = c + x * c * jax.nn.sigmoid(-two_u) * du
+        slope = c + x * c * jax.nn.sigmoid(-gelu_two_u(x)) * du
     else:
         slope = c + x * jnp.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
     big = jnp.abs(x) > GELU_SATURATION[approximate]

@@ -160,7 +160,8 @@ gelu_p = elementwise_primitive("gelu", _gelu_impl, family=FAMILY, params=("appro
 
 
 def gelu(x: ArrayLike, *, approximate: bool = False) -> Array:
-    """The Gaussian error linear unit.
+    """The Gaussian error linear unit, the exact form by default as in torch
+    (``jax.nn.gelu`` defaults to ``approximate=True``).
 
     Exact form (``approximate=False``): x * Phi(x), Phi(x) = erfc(-x / sqrt(2)) / 2;
     d/dx = Phi(x) + x * exp(-x**2 / 2) / sqrt(2 pi).

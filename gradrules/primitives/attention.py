@@ -205,7 +205,8 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
     ``Hkv`` (grouped-query: query head h reads key/value head ``h // (H/Hkv)``).
     With ``s_ij = scale * q_i . k_j + bias_ij`` (``scale`` defaults to
     ``D ** -0.5``) over the keys j where ``mask_ij`` is True (and, with
-    ``causal``, ``j <= i + Sk - Sq``: aligned to the end, as in decoding)::
+    ``causal``, ``j <= i + Sk - Sq``: aligned to the end, as in decoding;
+    ``jax.nn.dot_product_attention`` aligns it to the start when Sq != Sk)::
 
         out_i = sum_j p_ij v_j,   p_ij = exp(s_ij - lse_i),   lse_i = log sum_j exp(s_ij)
 

@@ -261,7 +261,8 @@ def max_pool2d(x: ArrayLike, *, kernel_size: int | Sequence[int],
                padding: int | Sequence[int] = 0) -> tuple[Array, Array]:
     """Max over kh x kw windows of an [N, C, H, W] image (padding never wins)
     -> (values, indices), indices the int32 flat position h * W + w of the
-    maximum in its input plane (torch's return_indices; the first one on a tie).
+    maximum in its input plane (torch's return_indices; the first one on a tie;
+    jax.numpy has no max pool, ``lax.reduce_window`` gives the values alone).
 
     The tangent of the values is the input tangent gathered at the indices,
     so the gradient goes to the argmax only; the indices take no tangent.

@@ -231,7 +231,9 @@ def var(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
         keepdims: bool = False) -> Array:
     """``sum_{i in axis} (x_i - mean)**2 / (n - correction)`` (the unbiased
     estimate by default; ``correction=0`` the population variance). With
-    n <= correction the result is inf or NaN, as in jax.numpy.
+    n <= correction the result is inf or NaN, as in jax.numpy. The default
+    differs from ``jnp.var``'s ``correction=0`` on purpose, as torch and
+    Paddle's do (README, "Where gradrules differs from jax.numpy").
 
     d var / d x_i = 2 (x_i - mean) / (n - correction).
     """
@@ -258,7 +260,8 @@ std_p = define_primitive("std", family=FAMILY, operands=("x",), params=_MOMENT_P
 
 def std(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
         keepdims: bool = False) -> Array:
-    """``sqrt(var(x, axis, correction))``.
+    """``sqrt(var(x, axis, correction))``, ``correction=1`` by default as
+    ``var`` (``jnp.std``: 0).
 
     d std / d x_i = (x_i - mean) / ((n - correction) std); where the variance
     is 0 the derivative is 0 (not 0 / 0), and so are all higher derivatives.

@@ -74,7 +74,8 @@ def _sort_args(op: str, x: Any, axis: Any, descending: Any) -> tuple[Any, dict]:
 
 
 def sort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> tuple[Array, Array]:
-    """``(values, indices)``: x sorted along ``axis`` (ascending, or
+    """``(values, indices)`` (``jnp.sort`` returns the values alone; torch's
+    sort both): x sorted along ``axis`` (ascending, or
     descending) and the positions the values come from, so that
     ``values = take_along_axis(x, indices, axis)``. Stable: equal elements
     keep their order. NaNs sort last.
@@ -154,7 +155,7 @@ def topk(x: ArrayLike, *, k: int, axis: int = -1, largest: bool = True
          ) -> tuple[Array, Array]:
     """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest)
     elements along ``axis``, sorted, ties taking the lower index first;
-    ``0 <= k <= x.shape[axis]``.
+    ``0 <= k <= x.shape[axis]`` (``lax.top_k``'s pair, on any axis).
 
     The tangent of the values is the tangent of x gathered with the indices
     (``take_along_axis``): the gradient goes to the selected elements only.

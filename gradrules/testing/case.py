@@ -86,6 +86,19 @@ def is_array(x: Any) -> bool:
     return isinstance(x, (np.ndarray, jax.Array))
 
 
+def in_float64(sample: Sample) -> Sample:
+    """The sample with its float arrays (float32, 16-bit) in float64, where
+    finite differences and the checks' tolerances are meaningful; its
+    description keeps the dtypes it was given in."""
+    flat, tree = jax.tree_util.tree_flatten(sample.args, is_leaf=is_array)
+    low = [is_array(x) and is_float(x) and np.result_type(x) != np.float64 for x in flat]
+    if not any(low):
+        return sample
+    wide = [np.asarray(x, np.float64) if lo else x for x, lo in zip(flat, low)]
+    return Sample(tuple(jax.tree_util.tree_unflatten(tree, wide)), sample.kwargs,
+                  sample.desc or f"{sample.describe()} (in float64)")
+
+
 def make_case(name: str, op: OpDef | None, fn: Callable[..., Any], sample: Sample,
                info: OpInfo | None) -> Case:
     flat, tree = jax.tree_util.tree_flatten(sample.args, is_leaf=is_array)

@@ -19,7 +19,7 @@ import numpy as np
 import jax
 
 from ..core.registry import OpDef, get_op, list_ops
-from .case import Case, Mismatch, NotApplicable, make_case, rank_variety
+from .case import Case, Mismatch, NotApplicable, in_float64, make_case, rank_variety
 from .properties import PROPERTIES
 from .report import FAIL, NA, PASS, CheckResult, Report
 from .samples import OpInfo, Sample, opinfo, samples_for
@@ -53,12 +53,16 @@ def check(op: str | Callable[..., Any], *args: Any, checks: Iterable[str] | None
           **params: Any) -> Report:
     """Check an op's rules; returns a ``Report``.
 
-    ``check("softmax")`` runs every check on the op's registered samples;
-    ``check("add", x, y, axis=1)`` or ``check(gradrules.add, x, y)`` on one
-    given call; ``check(my_fn, x)`` on a function of yours (every float array
-    argument is treated as differentiable, there is no reference and no
-    linearity). ``checks`` picks a subset of ``CHECKS``. Everything runs with
-    float64 enabled. ``report.raise_if_failed()`` raises with the failures.
+    ``check("softmax")`` runs every check on the op's registered samples
+    (``register_samples`` for an op of yours); ``check("add", x, y, axis=1)``
+    or ``check(gradrules.add, x, y)`` on one given call; ``check(my_fn, x)``
+    on any function (every float array argument is treated as
+    differentiable; with no reference composition and no linearity, those
+    checks are n/a, and so is ``closure`` for a function that binds no
+    gradrules op). Everything runs with float64 enabled, float arrays of
+    lower precision upcast (the ``dtypes`` property runs the op at its
+    dtypes). ``checks`` picks a subset of ``CHECKS``.
+    ``report.raise_if_failed()`` raises with the failures.
     """
     names = tuple(checks) if checks is not None else CHECKS
     unknown = set(names) - set(CHECKS)
@@ -68,13 +72,17 @@ def check(op: str | Callable[..., Any], *args: Any, checks: Iterable[str] | None
     if args or params:
         samples = [Sample(tuple(args), dict(params))]
     elif op_def is not None:
+        if info is None:
+            raise ValueError(f"gradrules.check: op {name!r} has no samples; add them with "
+                             f"gradrules.register_samples({name!r}, [(x, ...), ...]) or "
+                             f"give the arguments: gradrules.check({name!r}, x, ...)")
         samples = samples_for(op_def.name)
     else:
         raise ValueError("gradrules.check: give sample arguments for a function "
                          "that is not a registered op")
     report = Report()
     with jax.enable_x64(True):
-        cases = [make_case(name, op_def, fn, sample, info) for sample in samples]
+        cases = [make_case(name, op_def, fn, in_float64(sample), info) for sample in samples]
         richest = max(range(len(cases)), key=lambda i: (rank_variety(cases[i]), -i))
         for index, case in enumerate(cases):
             case.index, case.full_vmap = index, index == richest

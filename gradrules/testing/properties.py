@@ -5,19 +5,21 @@ one list, ``PROPERTIES`` (the order in which they run and are reported):
    dtype, weak type);
 2. ``jit``: eager against ``jax.jit``;
 3. ``reference``: the op against its plain jax.numpy reference composition,
-   value and directional derivatives up to the op's order;
+   value and directional derivatives up to the op's order (n/a without one);
 4. ``fd``: JVP and VJP against central finite differences, recursively to the
    op's order (2, or 3 for the seed yaml's chains), as JAX's check_grads does;
 5. ``transpose``: for each group of operands the op is linear in,
    ``<A x, y> == <x, A^T y>`` through ``jax.linear_transpose``;
 6. ``vmap``: against a Python loop for every combination of in_axes in
-   {None, 0, last} over the array operands (at least one batched) on the
-   op's sample with the most distinct operand ranks, and on the others each
-   operand alone unbatched, each alone batched, all 0 and all last; nested
-   vmap, vmap of grad and jvp of vmap;
+   {None, 0, last} over the array operands (at least one batched; a
+   pairwise cover of them beyond three operands) on the op's sample with the
+   most distinct operand ranks, and on the others each operand alone
+   unbatched, each alone batched, all 0 and all last; nested vmap, vmap of
+   grad and jvp of vmap;
 7. ``closure``: the jaxprs of ``jax.grad``, ``jax.jacfwd`` and ``jax.hessian``
    hold only catalog primitives and the structural ones JAX itself emits for
-   the same transform of a catalog-only function;
+   the same transform of a catalog-only function (n/a for a function that
+   binds no gradrules op);
 8. ``hessian_symmetry``: the Hessian of a scalar composition is symmetric;
 9. ``dtypes``: abstract eval and values at each dtype the op supports
    (float16, bfloat16, float32, integers) against the float64 result.
@@ -77,20 +79,23 @@ def _check_jit(case: Case, rng: np.random.Generator) -> CheckOutcome:
 
 
 def _directional(f: Callable[..., list[Any]], xs: Sequence[Any], ts: Sequence[Any],
-                 order: int) -> list[Any]:
-    """[f, D f[t], D^2 f[t, t], ...] up to ``order`` along one direction."""
+                 order: int, wrap: Callable[..., Any] = lambda g: g) -> list[Any]:
+    """[f, D f[t], D^2 f[t, t], ...] up to ``order`` along one direction,
+    each evaluated as ``wrap(g)(*xs)``."""
     fns = [f]
     for _ in range(order):
         prev = fns[-1]
         fns.append(lambda *x, prev=prev: jax.jvp(prev, tuple(x), tuple(ts))[1])
-    return [g(*xs) for g in fns]
+    return [wrap(g)(*xs) for g in fns]
 
 
 def _check_reference(case: Case, rng: np.random.Generator) -> CheckOutcome:
     if case.op is None or case.op.reference is None:
-        raise Mismatch(np.inf, np.inf, "no reference composition registered")
+        raise NotApplicable("no reference composition registered (define_op(reference=))")
     tol = Tol(1e-9, 1e-9)
-    e, r = compare(case.call(*case.leaves), case.reference(*case.leaves), tol,
+    # the reference (jax.numpy, many primitives) as one compiled program per
+    # order: eager, each of its primitives would compile on its own
+    e, r = compare(case.call(*case.leaves), jax.jit(case.reference)(*case.leaves), tol,
                     "op vs reference")
     idx = case.diff_idx
     if idx and case.op.order:
@@ -98,7 +103,7 @@ def _check_reference(case: Case, rng: np.random.Generator) -> CheckOutcome:
         xs = [case.leaves[i] for i in idx]
         ts = like(rng, xs)
         for k, (a, b) in enumerate(zip(_directional(f_ours, xs, ts, case.op.order),
-                                       _directional(f_ref, xs, ts, case.op.order))):
+                                       _directional(f_ref, xs, ts, case.op.order, jax.jit))):
             e2, r2 = compare(a, b, tol, f"derivative of order {k} vs reference")
             e, r = max(e, e2), max(r, r2)
     return e, r, f"{tol.atol:g} + {tol.rtol:g} rel, to order {case.op.order}"
@@ -218,23 +223,49 @@ def _loop(fn: Callable[..., Any], leaves: Sequence[Any], axes: Sequence[int | No
     return jax.tree_util.tree_map(lambda *o: np.stack([np.asarray(v) for v in o]), *outs)
 
 
+FULL_PRODUCT_OPERANDS = 3
+"""Up to this many operands the richest sample gets every in_axes combination."""
+
+
 def _in_axes_combinations(case: Case) -> list[tuple[int | None, ...]]:
-    """Every combination of in_axes in {None, 0, last} with at least one
-    batched operand on the op's sample with the most distinct operand ranks
-    (where broadcasting in a batching rule goes wrong); on its other samples,
-    which exercise the same rule on other shapes and params, a cover: all 0,
-    all last, each operand alone unbatched and each alone batched."""
+    """Combinations of in_axes in {None, 0, last} with at least one batched
+    operand. On the op's sample with the most distinct operand ranks (where
+    broadcasting in a batching rule goes wrong): every combination, or, with
+    more than ``FULL_PRODUCT_OPERANDS`` operands, a pairwise cover (every
+    pair of operands sees every pair of choices, which is where a batching
+    rule misaligns one operand's batch axis with another's) beside the cover
+    below. On its other samples, which exercise the same rule on other shapes
+    and params, a cover: all 0, all last, each operand alone unbatched and
+    each alone batched."""
     n = len(case.leaves)
     combos = [axes for axes in itertools.product((None, 0, -1), repeat=n)
               if not all(a is None for a in axes)
               and not any(a == -1 and case.leaves[i].ndim == 0 for i, a in enumerate(axes))]
-    if case.full_vmap:
+    if case.full_vmap and n <= FULL_PRODUCT_OPERANDS:
         return combos
     cover = {(0,) * n, tuple(-1 if x.ndim else 0 for x in case.leaves)}
     for i in range(n):
         cover.add(tuple(None if j == i else 0 for j in range(n)))
         cover.add(tuple(0 if j == i else None for j in range(n)))
-    return [c for c in combos if c in cover]
+    chosen = [c for c in combos if c in cover]
+    return chosen + (_pairwise_cover(combos, chosen) if case.full_vmap else [])
+
+
+def _pairs(axes: tuple[int | None, ...]) -> set[tuple[int, int | None, int, int | None]]:
+    return {(i, axes[i], j, axes[j]) for i, j in itertools.combinations(range(len(axes)), 2)}
+
+
+def _pairwise_cover(combos: list[tuple[int | None, ...]], chosen: list[tuple[int | None, ...]]
+                    ) -> list[tuple[int | None, ...]]:
+    """Combinations added (greedily, in a fixed order) to ``chosen`` until
+    every pair of choices that some combination has is covered."""
+    todo = set().union(*map(_pairs, combos)) - set().union(set(), *map(_pairs, chosen))
+    out = []
+    while todo:
+        best = max(combos, key=lambda c: len(_pairs(c) & todo))
+        out.append(best)
+        todo -= _pairs(best)
+    return out
 
 
 def _check_vmap(case: Case, rng: np.random.Generator) -> CheckOutcome:
@@ -317,6 +348,10 @@ def _check_closure(case: Case, rng: np.random.Generator) -> CheckOutcome:
         b = partial(base, square=square)
         for fn in _transforms(b, scalarize(b, ws), len(xs)).values():
             baseline |= set(_jax.jaxpr_primitives(jax.make_jaxpr(fn)(*xs)))
+    forward = jax.make_jaxpr(f)(*xs)
+    if not any(is_catalog_primitive(p) for p, _ in _jax.jaxpr_primitives(forward)):
+        own = _foreign(forward, baseline)
+        raise NotApplicable(f"binds no gradrules op (only {', '.join(sorted(own))})")
     bad = {}
     for name, fn in _transforms(f, scalarize(f, ws), len(xs)).items():
         foreign = _foreign(jax.make_jaxpr(fn)(*xs), baseline)

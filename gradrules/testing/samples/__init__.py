@@ -112,13 +112,42 @@ def chain(*makers: Callable[[np.random.Generator], list[Sample]]
 
 
 _TABLE: dict[str, OpInfo] | None = None
+_REGISTERED: dict[str, OpInfo] = {}     # register_samples: ops defined outside the package
+
+
+def register_samples(name: str, samples: Callable[[np.random.Generator], list[Any]]
+                     | Sequence[Any], *, dtypes: Sequence[str] = FLOAT_DTYPES,
+                     fd_tol: Tol | None = None, fd_eps: float = 1e-5) -> OpInfo:
+    """Add the sample calls of an op defined with ``define_op``, so that
+    ``gradrules.check(name)`` runs on them.
+
+    ``samples``: a list of calls, or a function of a numpy ``Generator``
+    returning one; a call is a ``Sample`` or a tuple of positional arguments.
+    Float arrays of any precision are checked in float64. ``dtypes``: those
+    the ``dtypes`` property runs the op at; ``fd_tol`` / ``fd_eps``: the
+    finite-difference tolerance and step.
+    """
+    op = get_op(name).name            # a KeyError naming close matches for an unknown op
+    if op in table() and op not in _REGISTERED:
+        raise ValueError(f"register_samples: {op!r} has samples in gradrules' own table")
+    make = samples if callable(samples) else (lambda rng, calls=list(samples): calls)
+
+    def made(rng: np.random.Generator) -> list[Sample]:
+        return [c if isinstance(c, Sample) else Sample(tuple(c)) for c in make(rng)]
+
+    made.__name__ = f"{op}_samples"
+    info = OpInfo(op, made, tuple(dtypes), fd_tol or Tol(), fd_eps)
+    _REGISTERED[op] = info
+    table()[op] = info
+    return info
 
 
 def table() -> dict[str, OpInfo]:
-    """Every OpInfo, from the family modules of this package."""
+    """Every OpInfo, from the family modules of this package (and those added
+    by ``register_samples``)."""
     global _TABLE
     if _TABLE is None:
-        _TABLE = {}
+        _TABLE = dict(_REGISTERED)
         for fam in FAMILY_MODULES:
             mod = importlib.import_module(f"{__name__}.{fam}")
             default = getattr(mod, "DTYPES", FLOAT_DTYPES)
