@@ -5,9 +5,17 @@ jax.numpy reference, in the same run, reported as ratios.
 measures wall time (median of repeats), compiled peak temp memory (XLA's
 memory analysis) and FLOPs (XLA's cost analysis). ``time_interleaved``
 times several functions in turns, ``format_columns`` lays out any table.
-``gradrules bench`` runs ``BENCH_CASES`` (an elementwise composition and the
-fused ops, forward, grad and Hessian-vector product) through
-``bench_rows``; ``benchmarks/`` holds the larger scripts.
+
+``gradrules bench`` runs ``all_cases()``: ``BENCH_CASES`` (hand-sized:
+elementwise on 4M elements, rows [8192, 1024], images [16, 64, 56, 56],
+tables 4096 x 1024, attention [2, 1024, 8, 64], cross-entropy [4096,
+32000]) and, for every other op of the sample table, its largest sample
+grown by tiling (``catalog_cases``), each in forward, grad and
+Hessian-vector-product mode beside its registered reference, through
+``bench_rows``: interleaved timing (the median of per-pair time ratios, with
+its quartiles), XLA's FLOPs and bytes accessed, compiled temp memory and
+compile time; ``BenchRow.shortfalls`` says where a row falls short of the
+reference. ``benchmarks/`` holds the larger scripts.
 """
 
 from __future__ import annotations
@@ -37,9 +45,18 @@ class BenchRow:
     ref_temp_bytes: int
     flops: float
     ref_flops: float
+    bytes_accessed: float = 0.0
+    ref_bytes_accessed: float = 0.0
+    compile_s: float = 0.0
+    ref_compile_s: float = 0.0
+    pair_ratios: tuple[float, float, float] | None = None   # per-pair q1, median, q3
 
     @property
     def time_ratio(self) -> float:
+        """The median of the per-pair ratios where timed in pairs, else the
+        ratio of the median times."""
+        if self.pair_ratios is not None:
+            return self.pair_ratios[1]
         return ratio(self.time_s, self.ref_time_s)
 
     @property
@@ -50,6 +67,44 @@ class BenchRow:
     def flops_ratio(self) -> float:
         return ratio(self.flops, self.ref_flops)
 
+    @property
+    def bytes_ratio(self) -> float:
+        return ratio(self.bytes_accessed, self.ref_bytes_accessed)
+
+    def shortfalls(self) -> list[str]:
+        """Where this row falls short of the reference: time above
+        ``TIME_LIMIT`` (unless its lower quartile is at or below 1, which is
+        noise), bytes or FLOPs above ``WORK_LIMIT``, temp memory more than
+        ``TEMP_SLACK`` bytes above."""
+        out = []
+        low = self.pair_ratios[0] if self.pair_ratios is not None else self.time_ratio
+        if self.time_ratio > TIME_LIMIT and low > 1.0:
+            out.append(f"time {self.time_ratio:.2f}x")
+        if self.bytes_ratio > WORK_LIMIT:
+            out.append(f"bytes {self.bytes_ratio:.2f}x")
+        if self.flops_ratio > WORK_LIMIT:
+            out.append(f"flops {self.flops_ratio:.2f}x")
+        if self.temp_bytes > self.ref_temp_bytes + TEMP_SLACK:
+            out.append(f"temp +{(self.temp_bytes - self.ref_temp_bytes) / 2**20:.1f} MiB")
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as plain numbers (``gradrules bench --json``)."""
+        return {"name": self.name, "time_s": self.time_s, "ref_time_s": self.ref_time_s,
+                "time_ratio": self.time_ratio, "time_ratio_quartiles":
+                    None if self.pair_ratios is None else [self.pair_ratios[0],
+                                                           self.pair_ratios[2]],
+                "temp_bytes": self.temp_bytes, "ref_temp_bytes": self.ref_temp_bytes,
+                "flops": self.flops, "ref_flops": self.ref_flops,
+                "bytes_accessed": self.bytes_accessed,
+                "ref_bytes_accessed": self.ref_bytes_accessed, "compile_s": self.compile_s,
+                "ref_compile_s": self.ref_compile_s, "shortfalls": self.shortfalls()}
+
+
+TIME_LIMIT = 1.15       # time ratio above which a row falls short
+WORK_LIMIT = 1.1        # bytes / FLOPs ratio above which a row falls short
+TEMP_SLACK = 2**20      # extra temp memory (bytes) a row may use
+
 
 def ratio(ours: float, ref: float) -> float:
     """``ours / ref``: 1 when both are the same (both zero included), inf
@@ -59,16 +114,38 @@ def ratio(ours: float, ref: float) -> float:
     return ours / ref if ref else float("inf")
 
 
-def compiled_stats(fn: Callable[..., Any], *args: Any) -> tuple[Any, int, float]:
-    """(compiled executable, peak temp bytes, flops) of ``jax.jit(fn)``."""
+@dataclass
+class Costs:
+    """A compiled function and XLA's analyses of it."""
+
+    compiled: Any
+    temp_bytes: int
+    flops: float
+    bytes_accessed: float
+    compile_s: float
+
+
+def compiled_costs(fn: Callable[..., Any], *args: Any) -> Costs:
+    """``jax.jit(fn)`` compiled for ``args``, with its peak temp bytes
+    (memory analysis), FLOPs and bytes accessed (cost analysis) and the
+    seconds lowering and compiling took."""
+    t0 = time.perf_counter()
     compiled = jax.jit(fn).lower(*args).compile()
+    seconds = time.perf_counter() - t0
     mem = compiled.memory_analysis()
     temp = int(getattr(mem, "temp_size_in_bytes", 0)) if mem is not None else 0
     cost = compiled.cost_analysis()
     if isinstance(cost, (list, tuple)):
         cost = cost[0] if cost else {}
-    flops = float((cost or {}).get("flops", 0.0))
-    return compiled, temp, flops
+    cost = cost or {}
+    return Costs(compiled, temp, float(cost.get("flops", 0.0)),
+                 float(cost.get("bytes accessed", 0.0)), seconds)
+
+
+def compiled_stats(fn: Callable[..., Any], *args: Any) -> tuple[Any, int, float]:
+    """(compiled executable, peak temp bytes, flops) of ``jax.jit(fn)``."""
+    c = compiled_costs(fn, *args)
+    return c.compiled, c.temp_bytes, c.flops
 
 
 def time_compiled(compiled: Any, *args: Any, repeats: int = 5) -> float:
@@ -81,10 +158,11 @@ def time_compiled(compiled: Any, *args: Any, repeats: int = 5) -> float:
     return float(np.median(times))
 
 
-def time_interleaved(calls: Mapping[str, Callable[[], Any]], *, repeats: int = 10,
-                     min_sample_s: float = 2e-3, max_inner: int = 64) -> dict[str, float]:
-    """Median seconds per call of each of ``calls`` (functions of no arguments:
-    a compiled executable with its arguments bound).
+def interleaved_samples(calls: Mapping[str, Callable[[], Any]], *, repeats: int = 10,
+                        min_sample_s: float = 2e-3, max_inner: int = 64
+                        ) -> dict[str, list[float]]:
+    """Seconds per call of each of ``calls`` (functions of no arguments: a
+    compiled executable with its arguments bound), one sample per repeat.
 
     The functions run in turns, the order rotated every repeat, so a drift of
     the machine (clocks, temperature, other load) reaches all of them alike.
@@ -108,6 +186,15 @@ def time_interleaved(calls: Mapping[str, Callable[[], Any]], *, repeats: int = 1
                 out = calls[name]()
             jax.block_until_ready(out)
             samples[name].append((time.perf_counter() - t0) / inner[name])
+    return samples
+
+
+def time_interleaved(calls: Mapping[str, Callable[[], Any]], *, repeats: int = 10,
+                     min_sample_s: float = 2e-3, max_inner: int = 64) -> dict[str, float]:
+    """Median seconds per call of each of ``calls``, timed in turns
+    (``interleaved_samples``)."""
+    samples = interleaved_samples(calls, repeats=repeats, min_sample_s=min_sample_s,
+                                  max_inner=max_inner)
     return {name: float(np.median(s)) for name, s in samples.items()}
 
 
@@ -120,11 +207,33 @@ def compare(name: str, fn: Callable[..., Any], ref: Callable[..., Any], *args: A
 
 
 def format_table(rows: Sequence[BenchRow]) -> str:
-    head = ("benchmark", "time ms", "ref ms", "time x", "temp MiB", "ref MiB", "mem x", "flops x")
+    """The rows as columns: times, the time ratio (with its quartiles where
+    timed in pairs), temp memory, FLOPs and bytes ratios, compile times."""
+    head = ("benchmark", "time ms", "ref ms", "time x", "q1-q3", "temp MiB", "ref MiB",
+            "flops x", "bytes x", "compile s", "ref s")
     body = [(r.name, f"{r.time_s * 1e3:.2f}", f"{r.ref_time_s * 1e3:.2f}", f"{r.time_ratio:.2f}",
+             "" if r.pair_ratios is None else f"{r.pair_ratios[0]:.2f}-{r.pair_ratios[2]:.2f}",
              f"{r.temp_bytes / 2**20:.2f}", f"{r.ref_temp_bytes / 2**20:.2f}",
-             f"{r.mem_ratio:.2f}", f"{r.flops_ratio:.2f}") for r in rows]
+             f"{r.flops_ratio:.2f}", f"{r.bytes_ratio:.2f}", f"{r.compile_s:.2f}",
+             f"{r.ref_compile_s:.2f}") for r in rows]
     return format_columns(head, body)
+
+
+def summary(rows: Sequence[BenchRow]) -> str:
+    """The median time ratio of each mode, then every row that falls short
+    (``BenchRow.shortfalls``), or a line saying none does."""
+    lines = []
+    for mode in MODES:
+        ratios = [r.time_ratio for r in rows if r.name.endswith(f" {mode}")]
+        if ratios:
+            lines.append(f"median time ratio, {mode}: {np.median(ratios):.2f} "
+                         f"({len(ratios)} rows)")
+    short = [(r.name, ", ".join(r.shortfalls())) for r in rows if r.shortfalls()]
+    lines.append(f"rows that fall short of the reference: {len(short)} of {len(rows)} "
+                 f"(time > {TIME_LIMIT}x with q1 > 1, bytes or flops > {WORK_LIMIT}x, "
+                 f"temp > +{TEMP_SLACK / 2**20:.0f} MiB)")
+    lines += [f"  {name}: {why}" for name, why in short]
+    return "\n".join(lines)
 
 
 def format_columns(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
@@ -141,13 +250,18 @@ class BenchCase:
     """One row group of ``gradrules bench``: the op ``op`` called as
     ``op(*args, **kwargs)`` beside its registered plain jax.numpy reference,
     on ``make(rng, quick)``'s arguments (a realistic size, or a tiny one with
-    ``quick``), differentiated in the arguments at positions ``diff``."""
+    ``quick``), differentiated in the arguments at positions ``diff``; of
+    an op with several outputs, the one at ``output`` (values, not indices;
+    None: every float output). With ``rebuild``, ``make`` gives array leaves
+    and ``rebuild(leaves)`` the positional arguments (ops taking lists)."""
 
     name: str
     op: str
     make: Callable[[np.random.Generator, bool], tuple[Any, ...]]
     kwargs: tuple[tuple[str, Any], ...] = ()
     diff: tuple[int, ...] = (0,)
+    output: int | None = None
+    rebuild: Callable[[Sequence[Any]], tuple[Any, ...]] | None = None
 
 
 def _normal(rng: np.random.Generator, *shape: int) -> Any:
@@ -162,6 +276,33 @@ def _elementwise_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
     (n,) = _pick(quick, (1 << 22,), (1024,))
     return jnp.linspace(-2.0, 2.0, n, dtype=jnp.float32), jnp.linspace(0.5, 1.5, n,
                                                                       dtype=jnp.float32)
+
+
+def _unary_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    (n,) = _pick(quick, (1 << 22,), (1024,))
+    return (jnp.linspace(-6.0, 6.0, n, dtype=jnp.float32),)
+
+
+def _table_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """A [4096, 1024] table and 4096 row indices into it."""
+    n, d = _pick(quick, (4096, 1024), (64, 32))
+    return _normal(rng, n, d), jnp.asarray(rng.integers(0, n, n), jnp.int32)
+
+
+def _image_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    return (_normal(rng, *_pick(quick, (16, 64, 56, 56), (2, 4, 12, 12))),)
+
+
+def _small_image_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """An image that upsampling by 2 brings to the size of ``_image_args``."""
+    return (_normal(rng, *_pick(quick, (16, 64, 28, 28), (2, 4, 6, 6))),)
+
+
+def _conv_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """An image and a 3 x 3 kernel keeping its 64 channels."""
+    x = _image_args(rng, quick)[0]
+    c = x.shape[1]
+    return x, _normal(rng, c, c, 3, 3) / (3 * c ** 0.5)
 
 
 def _rows_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
@@ -187,6 +328,23 @@ def _flce_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
 
 BENCH_CASES = (
     BenchCase("tanh*exp(x/y)", "tanh_exp_ratio", _elementwise_args, diff=(0, 1)),
+    BenchCase("sigmoid", "sigmoid", _unary_args),
+    BenchCase("silu", "silu", _unary_args),
+    BenchCase("gelu", "gelu", _unary_args),
+    BenchCase("gelu tanh", "gelu", _unary_args, (("approximate", True),)),
+    BenchCase("logsumexp", "logsumexp", lambda rng, q: _rows_args(rng, q)[:1],
+              (("axis", -1),)),
+    BenchCase("sort", "sort", lambda rng, q: _rows_args(rng, q)[:1], output=0),
+    BenchCase("gather", "gather", _table_args, (("axis", 0),)),
+    BenchCase("embedding", "embedding", lambda rng, q: _table_args(rng, q)[::-1], diff=(1,)),
+    BenchCase("max_pool2d", "max_pool2d", _image_args,
+              (("kernel_size", 3), ("stride", 2), ("padding", 1)), output=0),
+    BenchCase("conv2d", "conv2d", _conv_args, (("padding", 1),), diff=(0, 1)),
+    BenchCase("avg_pool2d", "avg_pool2d", _image_args,
+              (("kernel_size", 3), ("stride", 2), ("padding", 1))),
+    BenchCase("upsample2d nearest", "upsample2d", _small_image_args, (("scale_factor", 2),)),
+    BenchCase("upsample2d bilinear", "upsample2d", _small_image_args,
+              (("scale_factor", 2), ("method", "bilinear"))),
     BenchCase("softmax", "softmax", lambda rng, q: _rows_args(rng, q)[:1]),
     BenchCase("log_softmax", "log_softmax", lambda rng, q: _rows_args(rng, q)[:1]),
     BenchCase("rms_norm", "rms_norm", _rows_args, diff=(0, 1)),
@@ -198,8 +356,9 @@ BENCH_CASES = (
     BenchCase("fused_linear_cross_entropy", "fused_linear_cross_entropy", _flce_args,
               diff=(0, 1)),
 )
-"""The ops ``gradrules bench`` measures: a small elementwise composition and
-the fused ops, each in forward, grad and Hessian-vector-product mode."""
+"""The ops ``gradrules bench`` measures, each in forward, grad and
+Hessian-vector-product mode: a small elementwise composition, activations,
+a reduction, sort, indexing, pooling and resampling, and the fused ops."""
 
 MODES = ("forward", "grad", "hvp")
 
@@ -219,56 +378,165 @@ def _functions(case: BenchCase) -> tuple[Callable[..., Any], Callable[..., Any]]
     op = get_op(case.op)
     assert op.reference is not None
     kw = dict(case.kwargs)
-    return (lambda *a: op.fn(*a, **kw)), (lambda *a: op.reference(*a, **kw))
+    rebuild = case.rebuild or (lambda a: tuple(a))
+
+    def pick(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if case.output is None:
+            return lambda *a: fn(*rebuild(a), **kw)
+        return lambda *a: fn(*rebuild(a), **kw)[case.output]
+    return pick(op.fn), pick(op.reference)
+
+
+def _float_leaves(tree: Any) -> list[Any]:
+    return [x for x in jax.tree_util.tree_leaves(tree) if jnp.issubdtype(x.dtype, jnp.floating)]
 
 
 def _mode(fn: Callable[..., Any], mode: str, case: BenchCase, args: tuple[Any, ...]
-          ) -> Callable[..., Any]:
-    """``fn`` itself, the gradient of ``sum(w * fn)`` (``w`` a fixed weight of
-    the output's shape) in the ``diff`` arguments, or that gradient's JVP
-    along fixed tangents (a Hessian-vector product)."""
+          ) -> tuple[Callable[..., Any], tuple[Any, ...]] | None:
+    """(function, extra arguments): ``fn`` itself, the gradient of ``sum_i
+    sum(w_i * out_i)`` over its float outputs in the ``diff`` arguments, or
+    that gradient's JVP along tangents (a Hessian-vector product); None where
+    the mode does not apply (no float output or nothing to differentiate).
+    The weights and tangents are arguments, not constants, so that XLA cannot
+    fold a linear op's derivative away at compile time; the function takes
+    ``(*args, *extra)``."""
     if mode == "forward":
-        return fn
-    out = jax.eval_shape(fn, *args)
-    w = jnp.cos(jnp.arange(np.prod(out.shape), dtype=out.dtype)).reshape(out.shape)
+        return fn, ()
+    outs = _float_leaves(jax.eval_shape(fn, *args))
+    if not outs or not case.diff:
+        return None
+    ws = tuple(jnp.cos(jnp.arange(np.prod(o.shape), dtype=o.dtype)).reshape(o.shape)
+               for o in outs)
+    n, m = len(args), len(ws)
 
-    def loss(*a: Any) -> Any:
-        return jnp.sum(w * fn(*a))
+    def grad(*a: Any) -> Any:
+        def loss(*d: Any) -> Any:
+            full = list(a[:n])
+            for i, v in zip(case.diff, d):
+                full[i] = v
+            return sum(jnp.sum(w * o) for w, o in zip(a[n:n + m], _float_leaves(fn(*full))))
+        return jax.grad(loss, argnums=tuple(range(len(case.diff))))(
+            *(a[i] for i in case.diff))
 
-    grad = jax.grad(loss, argnums=case.diff)
     if mode == "grad":
-        return grad
-    tangents = [jnp.sin(jnp.arange(args[i].size, dtype=args[i].dtype)).reshape(args[i].shape)
-                if i in case.diff else None for i in range(len(args))]
+        return grad, ws
+    tangents = tuple(jnp.sin(jnp.arange(args[i].size, dtype=args[i].dtype)
+                             ).reshape(args[i].shape) for i in case.diff)
 
     def hvp(*a: Any) -> Any:
         def g(*d: Any) -> Any:
-            full = list(a)
+            full = list(a[:n + m])
             for i, v in zip(case.diff, d):
                 full[i] = v
             return grad(*full)
-        return jax.jvp(g, tuple(a[i] for i in case.diff),
-                       tuple(tangents[i] for i in case.diff))[1]
-    return hvp
+        return jax.jvp(g, tuple(a[i] for i in case.diff), tuple(a[n + m:]))[1]
+    return hvp, ws + tangents
+
+
+def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    q1, q2, q3 = np.percentile(values, [25, 50, 75])
+    return float(q1), float(q2), float(q3)
 
 
 def bench_rows(cases: Sequence[BenchCase] = BENCH_CASES, *, quick: bool = False,
                modes: Sequence[str] = MODES, repeats: int = 10,
                progress: Callable[[str], None] | None = None) -> list[BenchRow]:
-    """Each case in each mode beside plain jax.numpy, compiled and timed in
-    turns (``time_interleaved``), with XLA's temp memory and FLOPs."""
+    """Each case in each mode that applies beside plain jax.numpy, compiled
+    and timed in turns (``interleaved_samples``; the time ratio is the median
+    of the per-pair ratios), with XLA's temp memory, FLOPs, bytes accessed
+    and compile times."""
     rows = []
     for case in cases:
         ours, ref = _functions(case)
         args = case.make(np.random.default_rng(0), quick)
         for mode in modes:
             name = f"{case.name} {mode}"
+            made = _mode(ours, mode, case, args)
+            if made is None:
+                continue
             if progress:
                 progress(name)
-            c, temp, flops = compiled_stats(_mode(ours, mode, case, args), *args)
-            rc, rtemp, rflops = compiled_stats(_mode(ref, mode, case, args), *args)
-            times = time_interleaved({"ours": partial(c, *args), "ref": partial(rc, *args)},
-                                     repeats=repeats)
-            rows.append(BenchRow(name, times["ours"], times["ref"], temp, rtemp, flops,
-                                 rflops))
+            fn, extra = made
+            ref_fn, _ = _mode(ref, mode, case, args)  # type: ignore[misc]
+            call_args = args + extra
+            c, rc = compiled_costs(fn, *call_args), compiled_costs(ref_fn, *call_args)
+            s = interleaved_samples({"ours": partial(c.compiled, *call_args),
+                                     "ref": partial(rc.compiled, *call_args)},
+                                    repeats=repeats)
+            pairs = [a / b if b else float("inf") for a, b in zip(s["ours"], s["ref"])]
+            rows.append(BenchRow(name, float(np.median(s["ours"])), float(np.median(s["ref"])),
+                                 c.temp_bytes, rc.temp_bytes, c.flops, rc.flops,
+                                 c.bytes_accessed, rc.bytes_accessed, c.compile_s,
+                                 rc.compile_s, _quartiles(pairs)))
     return rows
+
+
+# ----------------------------------------------- the rest of the catalog
+CATALOG_ELEMENTS = 1 << 20
+"""The size the largest operand of a catalog case is grown to (about)."""
+
+
+def _largest_sample(name: str) -> Any:
+    """The op's sample call with the most elements and no empty operand."""
+    from .testing.samples import samples_for
+    best, size = None, -1
+    for sample in samples_for(name):
+        arrays = [np.asarray(a) for a in jax.tree_util.tree_leaves(sample.args)
+                  if isinstance(a, np.ndarray)]
+        if arrays and all(a.size for a in arrays) and sum(a.size for a in arrays) > size:
+            best, size = sample, sum(a.size for a in arrays)
+    return best
+
+
+def _grown(case: Any, quick: bool) -> tuple[Any, ...]:
+    """A case's array leaves as jax arrays, tiled up to about
+    ``CATALOG_ELEMENTS`` in their largest: every axis longer than 1 by the
+    same factor (size-1 axes keep broadcasting), else only the leading axes;
+    the sample's own size where neither gives the op and its reference the
+    same output shapes (shape params that fix a size)."""
+    leaves = [np.asarray(x) for x in case.leaves]
+    big = max(leaves, key=np.size)
+    axes = sum(d > 1 for d in big.shape)
+    factor = int((CATALOG_ELEMENTS / big.size) ** (1 / axes)) if axes and not quick else 1
+
+    def tile(x: np.ndarray, lead_only: bool) -> np.ndarray:
+        return np.tile(x, [factor if d > 1 and (i == 0 or not lead_only) else 1
+                           for i, d in enumerate(x.shape)])
+
+    def shapes(fn: Callable[..., Any], xs: list[Any]) -> Any:
+        return [o.shape for o in jax.tree_util.tree_leaves(jax.eval_shape(fn, *xs))]
+
+    for lead_only in ((False, True) if factor > 1 else ()):
+        grown = [jnp.asarray(tile(x, lead_only)) for x in leaves]
+        try:
+            if shapes(case.call, grown) == shapes(case.reference, grown):
+                return tuple(grown)
+        except (TypeError, ValueError, IndexError):
+            continue
+    return tuple(jnp.asarray(x) for x in leaves)
+
+
+def catalog_cases(exclude: Sequence[str] = ()) -> list[BenchCase]:
+    """A case for every op with samples and a reference, but those named in
+    ``exclude``: its largest sample, grown (``_grown``), differentiated in
+    its float operands that take a tangent."""
+    from .core.registry import OPS
+    from .testing.case import make_case
+    from .testing.samples import opinfo, table
+    cases = []
+    for name, op in OPS.items():
+        if name in exclude or op.reference is None or name not in table():
+            continue
+        sample = _largest_sample(name)
+        if sample is None:
+            continue
+        case = make_case(name, op, op.fn, sample, opinfo(name))
+        cases.append(BenchCase(name, name, lambda rng, quick, case=case: _grown(case, quick),
+                               tuple(sample.kwargs.items()), tuple(case.diff_idx),
+                               rebuild=case.rebuild))
+    return cases
+
+
+def all_cases() -> list[BenchCase]:
+    """``BENCH_CASES`` and ``catalog_cases`` for every op they do not cover."""
+    return list(BENCH_CASES) + catalog_cases(exclude=[c.op for c in BENCH_CASES])

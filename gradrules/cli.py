@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import inspect
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -178,16 +179,23 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import BENCH_CASES, bench_rows, format_table
-    names = [c.name for c in BENCH_CASES]
-    unknown = [n for n in args.op or () if n not in names and
-               not any(c.op == n for c in BENCH_CASES)]
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], names, n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(names)}"
-        print(f"gradrules: no benchmark named {unknown[0]!r}{hint}", file=sys.stderr)
-        return 2
-    cases = [c for c in BENCH_CASES if not args.op or c.name in args.op or c.op in args.op]
+    from .bench import all_cases, bench_rows, format_table, summary
+    from .core.registry import get_op
+    cases = all_cases()
+    families = sorted({get_op(c.op).family for c in cases if c.op in _op_names()})
+    names = [c.name for c in cases]
+    for wanted, known, what in ((args.op, names + [c.op for c in cases], "benchmark"),
+                                (args.family, families, "family")):
+        unknown = [n for n in wanted or () if n not in known]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], known, n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            print(f"gradrules: no {what} named {unknown[0]!r}{hint}", file=sys.stderr)
+            return 2
+    if args.op:
+        cases = [c for c in cases if c.name in args.op or c.op in args.op]
+    if args.family:
+        cases = [c for c in cases if c.op in _op_names() and get_op(c.op).family in args.family]
 
     def progress(name: str) -> None:
         sys.stderr.write(f"\rgradrules bench: {name:<48}")
@@ -195,8 +203,19 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     rows = bench_rows(cases, quick=args.quick, progress=progress)
     sys.stderr.write("\n")
-    print(format_table(rows))
+    if args.json:
+        json.dump([r.as_dict() for r in rows], sys.stdout, indent=1)
+        print()
+    else:
+        print(format_table(rows))
+        print()
+        print(summary(rows))
     return 0
+
+
+def _op_names() -> set[str]:
+    from .core.registry import OPS
+    return set(OPS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -227,10 +246,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--html", metavar="FILE", help="also write a standalone HTML page")
     p.add_argument("--checks", nargs="+", help="run only these checks")
     p.add_argument("--no-check", action="store_true", help="do not run the checker")
-    p = sub.add_parser("bench", help="time / memory / flops ratios against jax.numpy "
-                                     "(the fused ops: forward, grad, Hessian-vector product)")
+    p = sub.add_parser("bench", help="time / memory / flops / bytes ratios against jax.numpy "
+                                     "for every op: forward, grad, Hessian-vector product")
     p.add_argument("--op", nargs="+", metavar="NAME", help="only these benchmarks (or ops)")
+    p.add_argument("--family", nargs="+", metavar="FAMILY", help="only these families")
     p.add_argument("--quick", action="store_true", help="tiny sizes (seconds, not minutes)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
     sub.add_parser("demo", help="train a small transformer built from gradrules ops "
                                 "(`gradrules demo --help` for its flags)")
     args = parser.parse_args(argv)

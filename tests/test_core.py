@@ -1,6 +1,8 @@
 """The machinery: define_primitive / register_rules validation, the registry
 manifest, config, and bad input of the core elementwise ops."""
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -255,15 +257,67 @@ def test_jax_export_round_trip() -> None:
 
 def test_bench_compares_the_fused_ops_against_jax_numpy(capsys) -> None:
     """``gradrules bench --quick --op ...``: every mode of each case beside
-    plain jax.numpy, finite ratios, progress on stderr."""
+    plain jax.numpy, finite ratios, progress on stderr, then the summary."""
     assert cli_main(["bench", "--quick", "--op", "softmax", "attention causal"]) == 0
     out, err = capsys.readouterr()
-    names = [line.split("  ")[0] for line in out.splitlines()[2:]]
+    table, _, tail = out.partition("\n\n")
+    names = [line.split("  ")[0] for line in table.splitlines()[2:]]
     assert names == [f"{op} {mode}" for op in ("softmax", "attention causal")
                      for mode in ("forward", "grad", "hvp")]
     assert "nan" not in out and "gradrules bench: attention causal hvp" in err
+    assert "median time ratio, hvp:" in tail and "rows that fall short" in tail
     assert cli_main(["bench", "--op", "softmx"]) == 2
     assert "did you mean softmax" in capsys.readouterr().err
+    assert cli_main(["bench", "--family", "pol"]) == 2
+    assert "did you mean pool" in capsys.readouterr().err
+
+
+def test_bench_covers_the_catalog_and_writes_json(capsys) -> None:
+    """Every op with samples and a reference has a case; ``--family`` picks
+    a family's (catalog cases grown from the sample table included, modes
+    that do not apply left out); ``--json`` gives every measurement."""
+    from gradrules.bench import all_cases
+    from gradrules.core.registry import OPS
+    from gradrules.testing.samples import table
+    covered = {c.op for c in all_cases()}
+    assert {n for n, op in OPS.items() if op.reference is not None and n in table()} <= covered
+    assert cli_main(["bench", "--quick", "--json", "--family", "compare", "rounding"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    names = {r["name"] for r in rows}
+    assert {"eq forward", "floor forward", "floor grad"} <= names and "eq grad" not in names
+    for r in rows:
+        assert r["flops"] >= 0 and r["compile_s"] > 0 and r["ref_compile_s"] > 0
+        q1, q3 = r["time_ratio_quartiles"]
+        assert q1 <= r["time_ratio"] <= q3 and isinstance(r["shortfalls"], list)
+
+
+def test_catalog_cases_grow_the_sample_and_keep_fixed_shapes() -> None:
+    """A catalog case tiles its largest sample up to about CATALOG_ELEMENTS
+    (axes of size 1 stay, so broadcasting holds); an op whose params fix a
+    shape (reshape) keeps its sample's size."""
+    from gradrules.bench import CATALOG_ELEMENTS, catalog_cases
+    cases = {c.name: c for c in catalog_cases()}
+    rng = np.random.default_rng(0)
+    (x, y), quick = cases["add"].make(rng, False), cases["add"].make(rng, True)
+    assert CATALOG_ELEMENTS / 4 <= max(x.size, y.size) <= CATALOG_ELEMENTS
+    assert [a.size for a in quick] == [np.asarray(a).size for a in
+                                       cases["add"].make(rng, True)]
+    assert max(a.size for a in quick) < max(x.size, y.size)
+    reshape = cases["reshape"].make(rng, False)
+    assert max(a.size for a in reshape) < 1000
+
+
+def test_bench_shortfalls_name_what_falls_short() -> None:
+    from gradrules.bench import BenchRow, summary
+    ok = BenchRow("a grad", 1.0, 1.0, 0, 0, 1.0, 1.0, 10.0, 10.0, 0.1, 0.1, (0.9, 1.0, 1.1))
+    noisy = BenchRow("b grad", 1.3, 1.0, 0, 0, 1.0, 1.0, 10.0, 10.0, 0.1, 0.1, (0.95, 1.3, 1.6))
+    slow = BenchRow("c grad", 2.0, 1.0, 3 << 20, 1 << 20, 4.0, 1.0, 20.0, 10.0, 0.1, 0.1,
+                    (1.8, 2.0, 2.2))
+    assert ok.shortfalls() == [] and noisy.shortfalls() == []
+    assert slow.shortfalls() == ["time 2.00x", "bytes 2.00x", "flops 4.00x", "temp +2.0 MiB"]
+    text = summary([ok, noisy, slow])
+    assert "median time ratio, grad: 1.30 (3 rows)" in text
+    assert "1 of 3" in text and "c grad: time 2.00x" in text
 
 
 def test_bench_ratios_of_zero_are_not_nan() -> None:

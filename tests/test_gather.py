@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import gradrules
+from gradrules.bench import compiled_costs
 from gradrules.primitives import gather as ga
 from gradrules.primitives import scatter as sc
 from gradrules.testing.check import check
@@ -219,3 +220,21 @@ def test_checker_passes_on_the_c_embedding_of_a_batched_shard() -> None:
     report = check(fn, RNG.uniform(-1, 1, (2, 3, 2)), np.array([[0, 1, 3], [4, 2, 2]]),
                    checks=["fd", "vmap", "closure"])
     report.raise_if_failed()
+
+
+@pytest.mark.parametrize("name", ["gather", "embedding"])
+def test_lookup_gradients_scatter_whole_rows(name) -> None:
+    """The transpose of a row lookup adds whole rows of the cotangent into
+    the table (one index per row, as jnp.take's transpose), so the gradient
+    costs no more than the reference's: no index broadcast to the
+    cotangent's shape, no per-element scatter."""
+    table = jnp.asarray(RNG.standard_normal((512, 64)), jnp.float32)
+    ids = jnp.asarray(RNG.integers(0, 512, (4, 128)), jnp.int32)
+    w = jnp.asarray(RNG.standard_normal((4, 128, 64)), jnp.float32)
+    ours = {"gather": lambda t: ga.gather(t, ids, axis=0),
+            "embedding": lambda t: ga.embedding(ids, t)}[name]
+    costs = [compiled_costs(jax.grad(lambda t, v, f=f: jnp.sum(v * f(t))), table, w)
+             for f in (ours, lambda t: jnp.take(t, ids, axis=0))]
+    assert costs[0].temp_bytes <= costs[1].temp_bytes + 2**16
+    assert costs[0].flops <= 1.1 * costs[1].flops + 4 * ids.size    # + index arithmetic
+    assert costs[0].bytes_accessed <= 1.1 * costs[1].bytes_accessed

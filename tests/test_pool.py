@@ -1,13 +1,17 @@
 """pool: window semantics (padding in the divisor, floor sizes, adaptive
 windows), max_pool2d's indices and ties (the gradient goes to the first
-maximum only), forward and reverse mode agree, and bad input."""
+maximum only), forward and reverse mode agree, bad input, and the 1-D maps
+of the separable ops with what they compile to."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from gradrules.bench import compiled_costs
+from gradrules.primitives._separable import Dilated, Repeat, Taps, Window
 from gradrules.primitives.pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from gradrules.primitives.resample import upsample2d
 
 RNG = np.random.default_rng(0)
 
@@ -126,3 +130,57 @@ BAD = [
 def test_bad_input(fn, kw, shape, exc, match) -> None:
     with pytest.raises(exc, match=match):
         jax.eval_shape(lambda x: fn(x, **kw), np.zeros(shape))
+
+
+# ------------------------------------------ the separable maps and their cost
+@pytest.mark.parametrize("axis_map", [
+    Window(9, 5, 3, 2, 1, 1 / 3), Window(10, 3, 3, 3, 0, 1.0), Dilated(5, 9, 3, 2, 1, 1 / 3),
+    Repeat(4, 3, 1.0), Taps.of(np.array([[0.5, 0.5, 0.0], [0.0, 0.25, 0.75]]))],
+    ids=lambda m: type(m).__name__)
+def test_axis_maps_apply_their_matrix_and_transpose_to_its_transpose(axis_map) -> None:
+    """Each 1-D map of the separable pooling / resampling ops, applied along
+    an inner axis, equals its dense matrix; its transpose is the matrix's."""
+    m = axis_map.matrix()
+    x = RNG.standard_normal((2, m.shape[1], 3))
+    np.testing.assert_allclose(axis_map.apply(jnp.asarray(x), 1),
+                               np.einsum("ih,nhc->nic", m, x), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(axis_map.transpose().matrix(), m.T, rtol=1e-12)
+
+
+def _window_reference(x, op, init, k, s, p):
+    return jax.lax.reduce_window(x, init, op, (1, 1, k, k), (1, 1, s, s),
+                                 ((0, 0), (0, 0), (p, p), (p, p)))
+
+
+def test_pooling_costs_what_one_reduce_window_costs() -> None:
+    """max_pool2d's values alone and avg_pool2d compile to the work of one
+    reduce-window (no window gather, no dense matrices, no temp buffer), and
+    avg_pool2d's gradient to the work of lax's own transpose."""
+    x = jnp.asarray(RNG.standard_normal((2, 8, 28, 28)), jnp.float32)
+    kw = dict(kernel_size=3, stride=2, padding=1)
+    pairs = [(lambda a: max_pool2d(a, **kw)[0],
+              lambda a: _window_reference(a, jax.lax.max, -jnp.inf, 3, 2, 1)),
+             (lambda a: avg_pool2d(a, **kw),
+              lambda a: _window_reference(a, jax.lax.add, 0.0, 3, 2, 1) / 9),
+             (jax.grad(lambda a: jnp.sum(jnp.sin(avg_pool2d(a, **kw)))),
+              jax.grad(lambda a: jnp.sum(jnp.sin(_window_reference(a, jax.lax.add, 0.0, 3, 2,
+                                                                   1) / 9))))]
+    for ours, ref in pairs:
+        c, r = compiled_costs(ours, x), compiled_costs(ref, x)
+        assert c.flops <= 1.1 * r.flops and c.bytes_accessed <= 1.1 * r.bytes_accessed
+        assert c.temp_bytes <= r.temp_bytes + 2**16
+
+
+def test_nearest_upsampling_is_a_broadcast() -> None:
+    """upsample2d nearest by 2 does no arithmetic, and its gradient is a
+    block sum: no more work than the reference's (jnp.repeat)."""
+    x = jnp.asarray(RNG.standard_normal((2, 4, 14, 14)), jnp.float32)
+    w = jnp.asarray(RNG.standard_normal((2, 4, 28, 28)), jnp.float32)
+    fwd = compiled_costs(lambda a: upsample2d(a, scale_factor=2), x)
+    assert fwd.flops == 0 and fwd.temp_bytes == 0
+    grad = compiled_costs(jax.grad(lambda a, v: jnp.sum(v * upsample2d(a, scale_factor=2))),
+                          x, w)
+    ref = compiled_costs(jax.grad(lambda a, v: jnp.sum(
+        v * jnp.repeat(jnp.repeat(a, 2, axis=2), 2, axis=3))), x, w)
+    assert grad.flops <= 1.1 * ref.flops and grad.bytes_accessed <= 1.1 * ref.bytes_accessed
+    assert grad.temp_bytes <= ref.temp_bytes + 2**16

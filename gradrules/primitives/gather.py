@@ -143,8 +143,9 @@ def gather(x: ArrayLike, index: ArrayLike, *, axis: int) -> Array:
     ``x.shape[:axis] + index.shape + x.shape[axis+1:]`` (Paddle's gather, which
     takes a 1-D or 0-D index, is the special case). Out-of-range indices clip.
 
-    Linear in x; ``index`` takes no tangent. The transpose is a scatter-add
-    of the cotangent into zeros shaped like x (``scatter_add``).
+    Linear in x; ``index`` takes no tangent. The transpose adds the
+    cotangent's slices into zeros shaped like x at the indices (``index_put``
+    with ``accumulate``).
     """
     x, index, axis = _take_args("gather", x, index, axis)
     return gather_p.bind(x, index, axis=axis, batch_dims=0)

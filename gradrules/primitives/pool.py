@@ -2,9 +2,10 @@
 last two axes) and max_pool2d, which returns the values and the flat index
 (h * W + w) of each window's maximum.
 
-``separable_primitive`` makes the linear maps ``out = A x B^T`` of the last
-two axes (average and adaptive pooling here, upsampling in ``resample``),
-whose transpose is the einsum with ``A^T`` and ``B^T``: the exact adjoint.
+Average pooling is a ``_separable`` map ``out = A x B^T``: a 1-D window sum
+(``reduce_window``) per axis, whose transpose primitive spreads the cotangent
+back over the windows; adaptive pooling is the same with uneven windows
+(static gathers) where the size does not divide.
 
 max_pool2d's tangent is the input tangent gathered at those indices
 (``take_along_axis`` on the flattened H * W axis), whose transpose is a
@@ -13,8 +14,7 @@ scatter-add into the input (``scatter_add``); see ``rules/pool.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from functools import lru_cache, partial
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -23,11 +23,12 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._jax import Primitive, ShapedArray
+from .._jax import ShapedArray
 from ..core.args import int_pair
 from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
+from ._separable import Taps, Window, separable_primitive
 from .convert import promote
 
 Array = jax.Array
@@ -35,39 +36,6 @@ ArrayLike = jax.typing.ArrayLike
 FAMILY = "pool"
 WINDOW_PARAMS = ("kernel_size", "stride", "padding")
 INDEX_DTYPE = np.int32
-Matrices = Callable[..., tuple[np.ndarray, np.ndarray]]
-
-
-# ---------------------------------------------------- separable linear maps
-SEPARABLE: dict[Primitive, Matrices] = {}   # primitive -> its matrices(h, w, **params)
-
-
-def _separable_infer_meta(name: str, matrices: Matrices, x: Any, **params: Any) -> ShapedArray:
-    check_dtype(name, "x", x.dtype, "float")
-    if len(x.shape) < 2:
-        raise ValueError(f"{op_name(name)}: x must have rank >= 2, got shape {x.shape}")
-    a, b = matrices(*x.shape[-2:], **params)
-    return ShapedArray(tuple(x.shape[:-2]) + (a.shape[0], b.shape[0]), x.dtype)
-
-
-def _separable_impl(matrices: Matrices, x: Array, **params: Any) -> Array:
-    """``A x B^T``: two matmuls with the static matrices."""
-    a, b = matrices(*x.shape[-2:], **params)
-    hi = jax.lax.Precision.HIGHEST
-    y = jnp.matmul(x, jnp.asarray(b.T, x.dtype), precision=hi)
-    return jnp.matmul(jnp.asarray(a, x.dtype), y, precision=hi)
-
-
-def separable_primitive(name: str, *, family: str, params: tuple[str, ...],
-                        matrices: Matrices) -> Primitive:
-    """A primitive ``out[..., i, j] = sum_hw A[i, h] B[j, w] x[..., h, w]``
-    with ``A, B = matrices(h, w, **params)`` (numpy, static; cached)."""
-    matrices = lru_cache(maxsize=128)(matrices)
-    prim = define_primitive(name, family=family, operands=("x",), params=params,
-                            infer_meta=partial(_separable_infer_meta, name, matrices),
-                            impl=partial(_separable_impl, matrices))
-    SEPARABLE[prim] = matrices
-    return prim
 
 
 def image_operand(op: str, x: ArrayLike, rank: int = 4) -> Array:
@@ -98,25 +66,16 @@ def _window_params(op: str, shape: tuple[int, ...], kernel_size: Any, stride: An
 
 
 # -------------------------------------------------------------- avg_pool2d
-def _avg_matrix(n: int, k: int, s: int, p: int) -> np.ndarray:
-    """Row i averages input pixels i s - p .. i s - p + k - 1 (padding counts
+def _avg_pool2d_maps(h: int, w: int, *, kernel_size: tuple[int, int], stride: tuple[int, int],
+                     padding: tuple[int, int]) -> tuple[Window, Window]:
+    """Each axis: the mean of k pixels from i s - p (the padding's zeros count
     in the divisor k, torch's count_include_pad=True)."""
-    m = np.zeros((window_out(n, k, s, p), n))
-    for i in range(m.shape[0]):
-        lo = i * s - p
-        m[i, max(lo, 0):min(lo + k, n)] = 1.0 / k
-    return m
+    return tuple(Window(n, window_out(n, k, s, p), k, s, p, 1.0 / k)  # type: ignore
+                 for n, k, s, p in zip((h, w), kernel_size, stride, padding))
 
 
-def _avg_pool2d_matrices(h: int, w: int, *, kernel_size: tuple[int, int],
-                         stride: tuple[int, int], padding: tuple[int, int]
-                         ) -> tuple[np.ndarray, np.ndarray]:
-    return (_avg_matrix(h, kernel_size[0], stride[0], padding[0]),
-            _avg_matrix(w, kernel_size[1], stride[1], padding[1]))
-
-
-avg_pool2d_p = separable_primitive("avg_pool2d", family=FAMILY, params=WINDOW_PARAMS,
-                                   matrices=_avg_pool2d_matrices)
+avg_pool2d_p, avg_pool2d_transpose_p = separable_primitive(
+    "avg_pool2d", family=FAMILY, params=WINDOW_PARAMS, maps=_avg_pool2d_maps)
 
 
 def avg_pool2d(x: ArrayLike, *, kernel_size: int | Sequence[int],
@@ -125,8 +84,10 @@ def avg_pool2d(x: ArrayLike, *, kernel_size: int | Sequence[int],
     """Mean over kh x kw windows of an [N, C, H, W] image (torch's avg_pool2d:
     zero padding counted in the divisor, floor output size).
 
-    Linear: ``out = A x B^T`` with A, B the 1-D window averages, so the
-    transpose spreads each cotangent evenly over its window (``A^T ct B``).
+    Linear: ``out = A x B^T`` with A, B the 1-D window averages (window
+    sums, as ``lax.reduce_window``), so the transpose spreads each cotangent
+    evenly over its window (``A^T ct B``, the primitive
+    ``avg_pool2d_transpose``).
     """
     x = image_operand("avg_pool2d", x)
     return avg_pool2d_p.bind(x, **_window_params("avg_pool2d", np.shape(x), kernel_size, stride,
@@ -146,7 +107,8 @@ def _avg_pool2d_reference(x: Array, *, kernel_size: Any, stride: Any = None,
     return total / (win[2] * win[3])
 
 
-register_op(OpDef(name="avg_pool2d", family=FAMILY, fn=avg_pool2d, primitives=(avg_pool2d_p,),
+register_op(OpDef(name="avg_pool2d", family=FAMILY, fn=avg_pool2d,
+                  primitives=(avg_pool2d_p, avg_pool2d_transpose_p),
                   reference=_avg_pool2d_reference, operands=("x",), linear=(("x",),)))
 
 
@@ -160,14 +122,21 @@ def _adaptive_matrix(n: int, m: int) -> np.ndarray:
     return a
 
 
-def _adaptive_avg_pool2d_matrices(h: int, w: int, *, output_size: tuple[int, int]
-                                  ) -> tuple[np.ndarray, np.ndarray]:
-    return _adaptive_matrix(h, output_size[0]), _adaptive_matrix(w, output_size[1])
+def _adaptive_map(n: int, m: int) -> Window | Taps:
+    """Even windows (a window sum) where m divides n, else static taps."""
+    if n % m == 0:
+        return Window(n, m, n // m, n // m, 0, 1.0 / (n // m))
+    return Taps.of(_adaptive_matrix(n, m))
 
 
-adaptive_avg_pool2d_p = separable_primitive("adaptive_avg_pool2d", family=FAMILY,
-                                            params=("output_size",),
-                                            matrices=_adaptive_avg_pool2d_matrices)
+def _adaptive_avg_pool2d_maps(h: int, w: int, *, output_size: tuple[int, int]
+                              ) -> tuple[Window | Taps, Window | Taps]:
+    return _adaptive_map(h, output_size[0]), _adaptive_map(w, output_size[1])
+
+
+adaptive_avg_pool2d_p, adaptive_avg_pool2d_transpose_p = separable_primitive(
+    "adaptive_avg_pool2d", family=FAMILY, params=("output_size",),
+    maps=_adaptive_avg_pool2d_maps)
 
 
 def _output_size(op: str, shape: tuple[int, ...], output_size: Any) -> tuple[int, int]:
@@ -200,7 +169,7 @@ def _adaptive_avg_pool2d_reference(x: Array, *, output_size: Any) -> Array:
 
 
 register_op(OpDef(name="adaptive_avg_pool2d", family=FAMILY, fn=adaptive_avg_pool2d,
-                  primitives=(adaptive_avg_pool2d_p,),
+                  primitives=(adaptive_avg_pool2d_p, adaptive_avg_pool2d_transpose_p),
                   reference=_adaptive_avg_pool2d_reference, operands=("x",),
                   linear=(("x",),)))
 
@@ -239,7 +208,9 @@ def max_pool2d_windows(x: Array, **params: Any) -> tuple[Array, Array]:
 
 
 def _argmax_indices(x: Array, **params: Any) -> tuple[Array, Array]:
-    """(values, flat input indices) of the first maximum of each window."""
+    """(values, flat input indices) of the first maximum of each window, by
+    an argmax over all the windows gathered (the reference's way; the
+    primitive compares strided slices instead)."""
     windows, idx = max_pool2d_windows(x, **params)
     arg = jnp.argmax(windows, axis=-1)[..., None]
     values = jnp.take_along_axis(windows, arg, axis=-1)[..., 0]
@@ -247,8 +218,39 @@ def _argmax_indices(x: Array, **params: Any) -> tuple[Array, Array]:
     return values, index.astype(INDEX_DTYPE)
 
 
-def _max_pool2d_impl(x: Array, **params: Any) -> list[Array]:
-    return list(_argmax_indices(x, **params))
+def _max_pool2d_impl(x: Array, *, kernel_size: tuple[int, int], stride: tuple[int, int],
+                     padding: tuple[int, int]) -> list[Array]:
+    """The values as one ``reduce_window`` max; the indices from kh kw
+    strided slices of x, each compared with the values: the first (row-major)
+    window position that holds the maximum (or a NaN), padding excluded.
+    Where only the values are used, XLA drops the index computation."""
+    (kh, kw), (sh, sw), (ph, pw) = kernel_size, stride, padding
+    lead = x.ndim - 2
+    h, w = x.shape[-2:]
+    values = lax.reduce_window(x, -jnp.inf, lax.max, (1,) * lead + (kh, kw),
+                               (1,) * lead + (sh, sw), ((0, 0),) * lead + ((ph, ph), (pw, pw)))
+    oh, ow = values.shape[-2:]
+    hi = (max(0, (oh - 1) * sh + kh - h - ph), max(0, (ow - 1) * sw + kw - w - pw))
+    xp = lax.pad(x, jnp.asarray(-jnp.inf, x.dtype),
+                 ((0, 0, 0),) * lead + ((ph, hi[0], 0), (pw, hi[1], 0)))
+    index = jnp.zeros(values.shape, INDEX_DTYPE)
+    for i in reversed(range(kh)):          # the last write is the first hit
+        for j in reversed(range(kw)):
+            rows = np.arange(oh) * sh - ph + i
+            cols = np.arange(ow) * sw - pw + j
+            valid = ((rows >= 0) & (rows < h))[:, None] & ((cols >= 0) & (cols < w))[None, :]
+            if not valid.any():
+                continue
+            part = lax.slice(xp, (0,) * lead + (i, j),
+                             tuple(xp.shape[:lead]) + (i + (oh - 1) * sh + 1,
+                                                       j + (ow - 1) * sw + 1),
+                             (1,) * lead + (sh, sw))
+            hit = (part == values) | jnp.isnan(part)
+            if not valid.all():
+                hit = hit & valid
+            flat = (rows[:, None] * w + cols[None, :]).astype(INDEX_DTYPE)
+            index = jnp.where(hit, flat, index)
+    return [values, index]
 
 
 max_pool2d_p = define_primitive("max_pool2d", family=FAMILY, operands=("x",),

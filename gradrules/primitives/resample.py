@@ -4,8 +4,10 @@ unpatchify / patchify, grid_sample2d.
 Each primitive acts on the trailing image axes and takes any leading axes, so
 batching moves the batch axis in front and binds once. upsample2d is a
 separable linear map ``out = A x B^T`` of the last two axes, made by
-``pool.separable_primitive`` (as average and adaptive pooling), whose
-transpose is the einsum with ``A^T`` and ``B^T``: the exact adjoint.
+``_separable.separable_primitive`` (as average and adaptive pooling): a
+broadcast for nearest by an integer factor, static gathers otherwise, and a
+transpose primitive ``upsample2d_transpose`` (``A^T ct B``, the exact
+adjoint: a window sum for nearest).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from ..core.meta import check_dtype, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from .convert import promote
-from .pool import image_operand, separable_primitive
+from ._separable import Repeat, Taps, separable_primitive
+from .pool import image_operand
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -63,15 +66,26 @@ def _interp_matrix(n_in: int, n_out: int, ratio: float, method: str,
     return m
 
 
-def _upsample2d_matrices(h: int, w: int, *, size: tuple[int, int], ratio: tuple[float, float],
-                         method: str, align_corners: bool) -> tuple[np.ndarray, np.ndarray]:
-    return (_interp_matrix(h, size[0], ratio[0], method, align_corners),
-            _interp_matrix(w, size[1], ratio[1], method, align_corners))
+def _upsample_map(n_in: int, n_out: int, ratio: float, method: str, align_corners: bool
+                  ) -> Repeat | Taps:
+    """Nearest by an integer factor r: a broadcast (``Repeat``); otherwise
+    the static taps of the interpolation matrix (two per row for bilinear)."""
+    r = n_out // n_in
+    if method == "nearest" and n_out == r * n_in and np.array_equal(
+            source_coords(n_in, n_out, ratio, method, align_corners)[0], np.arange(n_out) // r):
+        return Repeat(n_in, r, 1.0)
+    return Taps.of(_interp_matrix(n_in, n_out, ratio, method, align_corners))
 
 
-upsample2d_p = separable_primitive("upsample2d", family=FAMILY,
-                                   params=("size", "ratio", "method", "align_corners"),
-                                   matrices=_upsample2d_matrices)
+def _upsample2d_maps(h: int, w: int, *, size: tuple[int, int], ratio: tuple[float, float],
+                     method: str, align_corners: bool) -> tuple[Repeat | Taps, Repeat | Taps]:
+    return (_upsample_map(h, size[0], ratio[0], method, align_corners),
+            _upsample_map(w, size[1], ratio[1], method, align_corners))
+
+
+upsample2d_p, upsample2d_transpose_p = separable_primitive(
+    "upsample2d", family=FAMILY, params=("size", "ratio", "method", "align_corners"),
+    maps=_upsample2d_maps)
 
 
 def _upsample_params(op: str, shape: tuple[int, ...], size: Any, scale_factor: Any,
@@ -112,8 +126,10 @@ def upsample2d(x: ArrayLike, *, size: int | Sequence[int] | None = None,
     Nearest takes input pixel floor(i * in / out) (in / out = 1 / scale_factor
     when given); bilinear samples at (i + 0.5) in / out - 0.5 (clamped at 0),
     or i (in - 1) / (out - 1) with ``align_corners``. Linear:
-    ``out = A x B^T`` with static interpolation matrices, so the tangent is
-    the same map and the transpose is ``A^T ct B``, the exact adjoint.
+    ``out = A x B^T`` with static 1-D interpolation maps (a broadcast for
+    nearest by an integer factor, gathers of rows otherwise), so the tangent
+    is the same map and the transpose is ``A^T ct B``, the exact adjoint
+    (``upsample2d_transpose``).
     """
     x = image_operand("upsample2d", x)
     params = _upsample_params("upsample2d", np.shape(x), size, scale_factor, method,
@@ -133,7 +149,8 @@ def _upsample2d_reference(x: Array, *, size: Any = None, scale_factor: Any = Non
     return x
 
 
-register_op(OpDef(name="upsample2d", family=FAMILY, fn=upsample2d, primitives=(upsample2d_p,),
+register_op(OpDef(name="upsample2d", family=FAMILY, fn=upsample2d,
+                  primitives=(upsample2d_p, upsample2d_transpose_p),
                   reference=_upsample2d_reference, operands=("x",), linear=(("x",),)))
 
 

@@ -52,15 +52,22 @@ def _sort_infer_meta(x: Any, *, axis: int, descending: bool, index_dtype: np.dty
     return ShapedArray(shape, x.dtype, weak_type=weak), ShapedArray(shape, index_dtype)
 
 
-def _argsort_impl(x: Array, *, axis: int, descending: bool, index_dtype: np.dtype) -> Array:
-    idx = jnp.argsort(x, axis=axis, stable=True, descending=descending)
-    return idx.astype(index_dtype)
-
-
 def _sort_impl(x: Array, *, axis: int, descending: bool, index_dtype: np.dtype
                ) -> list[Array]:
-    idx = _argsort_impl(x, axis=axis, descending=descending, index_dtype=index_dtype)
-    return [jnp.take_along_axis(x, idx, axis=axis), idx]
+    """One stable key-value sort of (x, iota): the sorted keys are the
+    values. Descending: x and iota reversed, sorted, reversed back, so equal
+    elements keep their order (as jnp.argsort)."""
+    iota = lax.broadcasted_iota(index_dtype, x.shape, axis)
+    if descending:
+        x, iota = lax.rev(x, (axis,)), lax.rev(iota, (axis,))
+    values, idx = lax.sort_key_val(x, iota, dimension=axis, is_stable=True)
+    if descending:
+        values, idx = lax.rev(values, (axis,)), lax.rev(idx, (axis,))
+    return [values, idx]
+
+
+def _argsort_impl(x: Array, **params: Any) -> Array:
+    return _sort_impl(x, **params)[1]
 
 
 _SORT_PARAMS = ("axis", "descending", "index_dtype")

@@ -2,15 +2,16 @@
 
 Gathers are linear in their data operand (``linear=("x",)``, ``("weight",)``):
 the JVP binds the gather on the tangent with the primal indices
-(``linear_jvp``), and the transpose is a scatter-add (``scatter_add``) into
-zeros. Index operands never take a tangent. Batching rules move the batch axes
-to the front (broadcasting unbatched operands) and bind the primitive once,
+(``linear_jvp``), and the transpose adds the cotangent's slices into zeros at
+the indices (``index_put`` with ``accumulate``; ``scatter_add`` for
+take_along_axis, whose index picks single elements). Index operands never
+take a tangent. Batching rules move the batch axes to the front
+(broadcasting unbatched operands) and bind the primitive once,
 using its ``batch_dims`` param where data and indices are both batched.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -28,8 +29,8 @@ from ..primitives.compare import eq, ge, lt, where
 from ..primitives.convert import convert_element_type
 from ..primitives.gather import (c_embedding_p, embedding_p, gather_p, index_select_p,
                                  one_hot_p, take_along_axis_p, take_p)
-from ..primitives.scatter import scatter_add_p
-from ..primitives.shape import broadcast_in_dim_p, moveaxis, reshape_p
+from ..primitives.scatter import index_put_p, scatter_add_p
+from ..primitives.shape import broadcast_in_dim_p, moveaxis, reshape_p, transpose_p
 from ._common import linear_jvp, shifted_front_batch
 
 
@@ -54,15 +55,26 @@ def effective_index(index: Any, n: int) -> Any:
 def scatter_back(ct: Any, index: Any, shape: tuple[int, ...], axis: int,
                  batch_dims: int) -> Any:
     """Transpose of ``gather(x, index, axis, batch_dims)`` for x of ``shape``:
-    the cotangent, scatter-added into zeros (the index broadcast to the
-    cotangent's shape, as ``scatter_add`` wants)."""
+    the cotangent's slices added into zeros at ``index`` (``index_put`` with
+    ``accumulate``, which clips the index by the same rule as the gather),
+    whole slices at a time, the batch axes indexed by their position.
+
+    The gathered axis is moved next to the batch axes (and the cotangent's
+    index block with it) so that ``index_put`` indexes leading axes."""
     ishape = tuple(np.shape(index))
-    m = math.prod(ishape[batch_dims:])
-    ct = reshape_p.bind(ct, new_sizes=shape[:axis] + (m,) + shape[axis + 1:])
-    index = reshape_p.bind(index, new_sizes=ishape[:batch_dims] + (m,))
-    index = broadcast_in_dim_p.bind(index, shape=tuple(np.shape(ct)),
-                                    broadcast_dimensions=tuple(range(batch_dims)) + (axis,))
-    return scatter_add_p.bind(zeros(shape, aval_of(ct).dtype), index, ct, axis=axis)
+    lead = tuple(range(batch_dims))
+    block = tuple(range(axis, axis + len(ishape) - batch_dims))
+    ct_perm = lead + block + tuple(d for d in range(len(np.shape(ct)))
+                                   if d >= batch_dims and d not in block)
+    if ct_perm != tuple(range(len(ct_perm))):
+        ct = transpose_p.bind(ct, permutation=ct_perm)
+    target = shape[:batch_dims] + (shape[axis],) + shape[batch_dims:axis] + shape[axis + 1:]
+    dtype = aval_of(index).dtype
+    positions = [broadcast_in_dim_p.bind(np.arange(ishape[d], dtype=dtype), shape=ishape,
+                                         broadcast_dimensions=(d,)) for d in lead]
+    out = index_put_p.bind(zeros(target, aval_of(ct).dtype), ct, *positions, index,
+                           accumulate=True)
+    return out if axis == batch_dims else moveaxis(out, batch_dims, axis)
 
 
 # ------------------------------------------- gather, take, index_select

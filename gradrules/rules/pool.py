@@ -1,9 +1,10 @@
 """Rules of the pool family.
 
 avg_pool2d and adaptive_avg_pool2d are separable linear maps ``A x B^T`` (as
-upsample2d, whose rules in ``rules/resample.py`` use the same
-``separable_transpose``): the JVP binds the primitive on the tangent and the
-transpose is the einsum with ``A^T`` and ``B^T``. max_pool2d's tangent is the
+upsample2d, whose rules in ``rules/resample.py`` come from the same
+``separable_rules`` and ``separable_transpose_rules``): the JVP binds the primitive on the tangent, the
+transpose binds its transpose primitive (``A^T ct B``), whose transpose is
+the map again. max_pool2d's tangent is the
 input tangent gathered at the argmax indices: ``take_along_axis`` on the
 flattened H * W axis (``selection_jvp``), so reverse mode is take_along_axis's
 own transpose, a scatter-add of the cotangent into the argmax of each window.
@@ -12,7 +13,6 @@ own transpose, a scatter-add of the cotangent into the argmax of each window.
 from __future__ import annotations
 
 import math
-import string
 from functools import partial
 from typing import Any
 
@@ -21,38 +21,47 @@ import numpy as np
 from .._jax import Cotangent, MaybeUndefined, Primitive, aval_of
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
+from ..primitives._separable import SEPARABLE
 from ..primitives.gather import take_along_axis_p
-from ..primitives.linalg import einsum_p
-from ..primitives.pool import SEPARABLE, adaptive_avg_pool2d_p, avg_pool2d_p, max_pool2d_p
+from ..primitives.pool import (adaptive_avg_pool2d_p, adaptive_avg_pool2d_transpose_p,
+                               avg_pool2d_p, avg_pool2d_transpose_p, max_pool2d_p)
 from ..primitives.shape import reshape_p
 from ._common import front_batch, linear_map_rules, selection_jvp
 
 
 # separable linear maps -------------------------------------------------------
-def separable_apply(x: Any, a: np.ndarray, b: np.ndarray) -> Any:
-    """``a x b^T`` on the last two axes of x, as one einsum."""
-    lead = string.ascii_uppercase[:np.ndim(x) - 2]
-    dtype = aval_of(x).dtype
-    return einsum_p.bind(x, np.asarray(a, dtype), np.asarray(b, dtype),
-                         equation=f"{lead}hw,ih,jw->{lead}ij")
+def _separable_transpose(prim: Primitive, ct: Cotangent, x: MaybeUndefined, **params: Any
+                         ) -> list[Any]:
+    """``A^T ct B``: the transpose primitive, told the input size."""
+    return [SEPARABLE[prim][0].bind(ct, in_size=tuple(aval_of(x).shape[-2:]), **params)]
 
 
-def separable_transpose(prim: Primitive, ct: Cotangent, x: MaybeUndefined, **params: Any
-                        ) -> list[Any]:
-    """The exact adjoint of ``prim`` (``A x B^T``): ``A^T ct B``."""
-    a, b = SEPARABLE[prim](*x.aval.shape[-2:], **params)
-    return [separable_apply(ct, a.T, b.T)]
+def _separable_transpose_transpose(prim: Primitive, ct: Cotangent, y: MaybeUndefined, *,
+                                   in_size: tuple[int, int], **params: Any) -> list[Any]:
+    """The transpose of ``A^T ct B`` is ``A x B^T`` again."""
+    return [prim.bind(ct, **params)]
 
 
-# avg_pool2d ------------------------------------------------------------------
-register_rules(avg_pool2d_p, linear=("x",),
-               **linear_map_rules(avg_pool2d_p, partial(separable_transpose, avg_pool2d_p)))
+def separable_rules(prim: Primitive) -> dict[str, Any]:
+    """A separable map's rules: linear, its JVP itself on the tangent, its
+    transpose the transpose primitive."""
+    return linear_map_rules(prim, partial(_separable_transpose, prim))
 
 
-# adaptive_avg_pool2d ---------------------------------------------------------
-register_rules(adaptive_avg_pool2d_p, linear=("x",),
-               **linear_map_rules(adaptive_avg_pool2d_p,
-                                  partial(separable_transpose, adaptive_avg_pool2d_p)))
+def separable_transpose_rules(prim: Primitive) -> dict[str, Any]:
+    """The rules of ``prim``'s transpose primitive: linear, transposing back
+    to ``prim``."""
+    return linear_map_rules(SEPARABLE[prim][0],
+                            partial(_separable_transpose_transpose, prim))
+
+
+# avg_pool2d, adaptive_avg_pool2d ---------------------------------------------
+register_rules(avg_pool2d_p, linear=("x",), **separable_rules(avg_pool2d_p))
+register_rules(avg_pool2d_transpose_p, linear=("ct",),
+               **separable_transpose_rules(avg_pool2d_p))
+register_rules(adaptive_avg_pool2d_p, linear=("x",), **separable_rules(adaptive_avg_pool2d_p))
+register_rules(adaptive_avg_pool2d_transpose_p, linear=("ct",),
+               **separable_transpose_rules(adaptive_avg_pool2d_p))
 
 
 # max_pool2d ------------------------------------------------------------------

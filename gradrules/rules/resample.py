@@ -3,8 +3,8 @@
 Every primitive here acts on trailing image axes with any leading axes, so
 ``front_batch`` moves the batch axis in front and binds once (grid_sample2d
 and its transpose fold it into their N axis). upsample2d, a separable map
-``A x B^T``, transposes to the einsum with ``A^T`` and ``B^T``
-(``pool.separable_transpose``); pixel_shuffle and pixel_unshuffle, unpatchify
+``A x B^T``, transposes to its transpose primitive ``A^T ct B`` and back
+(``pool.separable_rules``); pixel_shuffle and pixel_unshuffle, unpatchify
 and patchify are each other's transposes; grid_sample2d's transpose in x is
 its scatter-add adjoint, and its grid derivative is the sampling with
 derivative weights.
@@ -25,14 +25,14 @@ from ..core.primitive import register_rules
 from ..primitives.linalg import einsum_p
 from ..primitives.resample import (grid_sample2d_p, grid_sample2d_transpose_p, patchify_p,
                                    pixel_shuffle_p, pixel_unshuffle_p, unpatchify_p,
-                                   upsample2d_p)
+                                   upsample2d_p, upsample2d_transpose_p)
 from ._common import add_tangents, batch_size, fold_batch, linear_map_rules, unfold_batch
 from ._fused import transpose_to
-from .pool import separable_transpose
+from .pool import separable_rules, separable_transpose_rules
 
 # upsample2d ------------------------------------------------------------------
-register_rules(upsample2d_p, linear=("x",),
-               **linear_map_rules(upsample2d_p, partial(separable_transpose, upsample2d_p)))
+register_rules(upsample2d_p, linear=("x",), **separable_rules(upsample2d_p))
+register_rules(upsample2d_transpose_p, linear=("ct",), **separable_transpose_rules(upsample2d_p))
 
 
 # permutations: pixel_shuffle / pixel_unshuffle, unpatchify / patchify ----------
