@@ -9,7 +9,7 @@ times several functions in turns, ``format_columns`` lays out any table.
 ``gradrules bench`` runs ``all_cases()``: ``BENCH_CASES`` (hand-sized:
 elementwise on 4M elements, rows [8192, 1024], images [16, 64, 56, 56],
 tables 4096 x 1024, attention [2, 1024, 8, 64], cross-entropy [4096,
-32000]) and, for every other op of the sample table, its largest sample
+32000], fused linear cross-entropy [2048, 512] x [512, 32000]) and, for every other op of the sample table, its largest sample
 grown by tiling (``catalog_cases``), each in forward, grad and
 Hessian-vector-product mode beside its registered reference, through
 ``bench_rows``: interleaved timing (the median of per-pair time ratios, with
@@ -20,6 +20,7 @@ reference. ``benchmarks/`` holds the larger scripts.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -159,8 +160,8 @@ def time_compiled(compiled: Any, *args: Any, repeats: int = 5) -> float:
 
 
 def interleaved_samples(calls: Mapping[str, Callable[[], Any]], *, repeats: int = 10,
-                        min_sample_s: float = 2e-3, max_inner: int = 64
-                        ) -> dict[str, list[float]]:
+                        min_sample_s: float = 2e-3, max_inner: int = 64,
+                        max_seconds: float | None = None) -> dict[str, list[float]]:
     """Seconds per call of each of ``calls`` (functions of no arguments: a
     compiled executable with its arguments bound), one sample per repeat.
 
@@ -169,8 +170,10 @@ def interleaved_samples(calls: Mapping[str, Callable[[], Any]], *, repeats: int 
     After a warm-up call, each sample of a function is ``inner`` calls in a
     row then one wait (``inner`` from one timed call: enough calls for
     ``min_sample_s``, at most ``max_inner``), so dispatch overhead does not
-    swamp a call of a few microseconds."""
+    swamp a call of a few microseconds. With ``max_seconds``, the repeats
+    stop once they have taken that long (after three at least)."""
     names = list(calls)
+    start = time.perf_counter()
     inner = {}
     for name in names:
         jax.block_until_ready(calls[name]())
@@ -186,6 +189,8 @@ def interleaved_samples(calls: Mapping[str, Callable[[], Any]], *, repeats: int 
                 out = calls[name]()
             jax.block_until_ready(out)
             samples[name].append((time.perf_counter() - t0) / inner[name])
+        if max_seconds is not None and r >= 2 and time.perf_counter() - start > max_seconds:
+            break
     return samples
 
 
@@ -219,9 +224,9 @@ def format_table(rows: Sequence[BenchRow]) -> str:
     return format_columns(head, body)
 
 
-def summary(rows: Sequence[BenchRow]) -> str:
+def summary(rows: Sequence[BenchRow], failures: Sequence[tuple[str, str]] = ()) -> str:
     """The median time ratio of each mode, then every row that falls short
-    (``BenchRow.shortfalls``), or a line saying none does."""
+    (``BenchRow.shortfalls``), then every row that failed to run."""
     lines = []
     for mode in MODES:
         ratios = [r.time_ratio for r in rows if r.name.endswith(f" {mode}")]
@@ -233,6 +238,9 @@ def summary(rows: Sequence[BenchRow]) -> str:
                  f"(time > {TIME_LIMIT}x with q1 > 1, bytes or flops > {WORK_LIMIT}x, "
                  f"temp > +{TEMP_SLACK / 2**20:.0f} MiB)")
     lines += [f"  {name}: {why}" for name, why in short]
+    if failures:
+        lines.append(f"rows that failed to run: {len(failures)}")
+        lines += [f"  {name}: {why}" for name, why in failures]
     return "\n".join(lines)
 
 
@@ -321,7 +329,7 @@ def _ce_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
 
 
 def _flce_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
-    t, h, v = _pick(quick, (4096, 1024, 32000), (64, 32, 512))
+    t, h, v = _pick(quick, (2048, 512, 32000), (64, 32, 512))
     return (_normal(rng, t, h), _normal(rng, h, v) / h ** 0.5,
             jnp.asarray(rng.integers(0, v, t), jnp.int32))
 
@@ -438,36 +446,50 @@ def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
     return float(q1), float(q2), float(q3)
 
 
+def _bench_row(name: str, made: tuple[Callable[..., Any], tuple[Any, ...]], ref_made: Any,
+               args: tuple[Any, ...], repeats: int, max_seconds: float) -> BenchRow:
+    """One row: both sides compiled and analysed, then timed in turns."""
+    (fn, extra), (ref_fn, _) = made, ref_made
+    call_args = args + extra
+    c, rc = compiled_costs(fn, *call_args), compiled_costs(ref_fn, *call_args)
+    s = interleaved_samples({"ours": partial(c.compiled, *call_args),
+                             "ref": partial(rc.compiled, *call_args)},
+                            repeats=repeats, max_seconds=max_seconds)
+    pairs = [a / b if b else float("inf") for a, b in zip(s["ours"], s["ref"])]
+    return BenchRow(name, float(np.median(s["ours"])), float(np.median(s["ref"])),
+                    c.temp_bytes, rc.temp_bytes, c.flops, rc.flops, c.bytes_accessed,
+                    rc.bytes_accessed, c.compile_s, rc.compile_s, _quartiles(pairs))
+
+
 def bench_rows(cases: Sequence[BenchCase] = BENCH_CASES, *, quick: bool = False,
-               modes: Sequence[str] = MODES, repeats: int = 10,
-               progress: Callable[[str], None] | None = None) -> list[BenchRow]:
+               modes: Sequence[str] = MODES, repeats: int = 10, max_seconds: float = 20.0,
+               progress: Callable[[str], None] | None = None,
+               failures: list[tuple[str, str]] | None = None) -> list[BenchRow]:
     """Each case in each mode that applies beside plain jax.numpy, compiled
     and timed in turns (``interleaved_samples``; the time ratio is the median
     of the per-pair ratios), with XLA's temp memory, FLOPs, bytes accessed
-    and compile times."""
+    and compile times. A row's repeats stop after ``max_seconds`` (three at
+    least), so that the largest cases stay within minutes. With
+    ``failures``, a row that raises (out of memory, say) is appended there as
+    ``(name, error)`` and the run goes on; without it, the error propagates."""
     rows = []
     for case in cases:
         ours, ref = _functions(case)
         args = case.make(np.random.default_rng(0), quick)
         for mode in modes:
             name = f"{case.name} {mode}"
-            made = _mode(ours, mode, case, args)
-            if made is None:
-                continue
-            if progress:
-                progress(name)
-            fn, extra = made
-            ref_fn, _ = _mode(ref, mode, case, args)  # type: ignore[misc]
-            call_args = args + extra
-            c, rc = compiled_costs(fn, *call_args), compiled_costs(ref_fn, *call_args)
-            s = interleaved_samples({"ours": partial(c.compiled, *call_args),
-                                     "ref": partial(rc.compiled, *call_args)},
-                                    repeats=repeats)
-            pairs = [a / b if b else float("inf") for a, b in zip(s["ours"], s["ref"])]
-            rows.append(BenchRow(name, float(np.median(s["ours"])), float(np.median(s["ref"])),
-                                 c.temp_bytes, rc.temp_bytes, c.flops, rc.flops,
-                                 c.bytes_accessed, rc.bytes_accessed, c.compile_s,
-                                 rc.compile_s, _quartiles(pairs)))
+            try:
+                made = _mode(ours, mode, case, args)
+                if made is None:
+                    continue
+                if progress:
+                    progress(name)
+                rows.append(_bench_row(name, made, _mode(ref, mode, case, args), args,
+                                       repeats, max_seconds))
+            except Exception as e:  # noqa: BLE001  (reported, the run goes on)
+                if failures is None:
+                    raise
+                failures.append((name, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"))
     return rows
 
 
@@ -493,26 +515,35 @@ def _grown(case: Any, quick: bool) -> tuple[Any, ...]:
     ``CATALOG_ELEMENTS`` in their largest: every axis longer than 1 by the
     same factor (size-1 axes keep broadcasting), else only the leading axes;
     the sample's own size where neither gives the op and its reference the
-    same output shapes (shape params that fix a size)."""
+    same output shapes (shape params that fix a size). The factor halves
+    until no output exceeds 4 ``CATALOG_ELEMENTS`` (operands that broadcast
+    against each other into an outer product)."""
     leaves = [np.asarray(x) for x in case.leaves]
     big = max(leaves, key=np.size)
     axes = sum(d > 1 for d in big.shape)
     factor = int((CATALOG_ELEMENTS / big.size) ** (1 / axes)) if axes and not quick else 1
 
-    def tile(x: np.ndarray, lead_only: bool) -> np.ndarray:
-        return np.tile(x, [factor if d > 1 and (i == 0 or not lead_only) else 1
-                           for i, d in enumerate(x.shape)])
+    def reps(x: np.ndarray, lead_only: bool) -> list[int]:
+        return [factor if d > 1 and (i == 0 or not lead_only) else 1
+                for i, d in enumerate(x.shape)]
 
     def shapes(fn: Callable[..., Any], xs: list[Any]) -> Any:
         return [o.shape for o in jax.tree_util.tree_leaves(jax.eval_shape(fn, *xs))]
 
-    for lead_only in ((False, True) if factor > 1 else ()):
-        grown = [jnp.asarray(tile(x, lead_only)) for x in leaves]
-        try:
-            if shapes(case.call, grown) == shapes(case.reference, grown):
-                return tuple(grown)
-        except (TypeError, ValueError, IndexError):
-            continue
+    while factor > 1:
+        for lead_only in (False, True):
+            grown = [jax.ShapeDtypeStruct(
+                tuple(d * r for d, r in zip(x.shape, reps(x, lead_only))), jnp.asarray(x).dtype)
+                for x in leaves]
+            try:
+                out = shapes(case.call, grown)
+                if out != shapes(case.reference, grown):
+                    continue
+            except (TypeError, ValueError, IndexError):
+                continue
+            if max((math.prod(o) for o in out), default=0) <= 4 * CATALOG_ELEMENTS:
+                return tuple(jnp.asarray(np.tile(x, reps(x, lead_only))) for x in leaves)
+        factor //= 2        # outputs far larger than the operands (outer broadcasts)
     return tuple(jnp.asarray(x) for x in leaves)
 
 

@@ -201,16 +201,19 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         sys.stderr.write(f"\rgradrules bench: {name:<48}")
         sys.stderr.flush()
 
-    rows = bench_rows(cases, quick=args.quick, progress=progress)
+    failures: list[tuple[str, str]] = []
+    rows = bench_rows(cases, quick=args.quick, progress=progress, failures=failures)
     sys.stderr.write("\n")
     if args.json:
-        json.dump([r.as_dict() for r in rows], sys.stdout, indent=1)
+        json.dump([r.as_dict() for r in rows] + [{"name": name, "error": error}
+                                                  for name, error in failures],
+                  sys.stdout, indent=1)
         print()
     else:
         print(format_table(rows))
         print()
-        print(summary(rows))
-    return 0
+        print(summary(rows, failures))
+    return 1 if failures else 0
 
 
 def _op_names() -> set[str]:

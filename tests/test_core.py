@@ -307,6 +307,22 @@ def test_catalog_cases_grow_the_sample_and_keep_fixed_shapes() -> None:
     assert max(a.size for a in reshape) < 1000
 
 
+def test_a_bench_row_that_fails_is_reported_and_the_run_goes_on() -> None:
+    from gradrules.bench import BenchCase, bench_rows, summary
+    bad = BenchCase("bad add", "add", lambda rng, quick: (jnp.ones(3), jnp.ones(4)),
+                    diff=(0, 1))
+    good = BenchCase("good add", "add", lambda rng, quick: (jnp.ones(3), jnp.ones(3)),
+                     diff=(0, 1))
+    failures: list = []
+    rows = bench_rows([bad, good], quick=True, repeats=3, failures=failures)
+    assert [r.name for r in rows] == ["good add forward", "good add grad", "good add hvp"]
+    assert [name for name, _ in failures] == ["bad add forward", "bad add grad", "bad add hvp"]
+    assert all("ValueError" in why and "add" in why for _, why in failures)
+    assert "rows that failed to run: 3" in summary(rows, failures)
+    with pytest.raises(ValueError):
+        bench_rows([bad], quick=True, repeats=3)
+
+
 def test_bench_shortfalls_name_what_falls_short() -> None:
     from gradrules.bench import BenchRow, summary
     ok = BenchRow("a grad", 1.0, 1.0, 0, 0, 1.0, 1.0, 10.0, 10.0, 0.1, 0.1, (0.9, 1.0, 1.1))

@@ -238,3 +238,19 @@ def test_lookup_gradients_scatter_whole_rows(name) -> None:
     assert costs[0].temp_bytes <= costs[1].temp_bytes + 2**16
     assert costs[0].flops <= 1.1 * costs[1].flops + 4 * ids.size    # + index arithmetic
     assert costs[0].bytes_accessed <= 1.1 * costs[1].bytes_accessed
+
+
+@pytest.mark.parametrize("dtype", ["float33", 3, "not a dtype"])
+@pytest.mark.parametrize("jit", [False, True])
+def test_a_dtype_that_is_not_one_names_the_op(dtype, jit) -> None:
+    """one_hot, convert_element_type and the samplers raise a TypeError that
+    names the op and the argument, eagerly and under jit (not numpy's bare
+    'data type not understood')."""
+    ids = jnp.arange(3)
+    calls = [("one_hot", lambda i: ga.one_hot(i, num_classes=4, dtype=dtype)),
+             ("convert_element_type",
+              lambda i: gradrules.convert_element_type(i, dtype=dtype)),
+             ("uniform", lambda i: gradrules.uniform(jax.random.key(0), (2,), dtype=dtype))]
+    for name, call in calls:
+        with pytest.raises(TypeError, match=rf"{name}.*dtype {dtype!r} is not a dtype"):
+            (jax.jit(call) if jit else call)(ids)

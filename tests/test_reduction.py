@@ -214,3 +214,16 @@ def test_errors_at_trace_time() -> None:
         jax.jit(lambda v: red.prod(v, axis=3)).lower(jax.ShapeDtypeStruct((2, 3), jnp.float32))
     with pytest.raises(TypeError, match=r"gradrules\.mean: argument x is complex"):
         red.mean(jnp.ones(2, jnp.complex64))
+
+
+@pytest.mark.parametrize("dtype, value", [("bfloat16", -1e4), ("float32", 3e38),
+                                          ("float16", 6e4), ("bfloat16", 3e38)])
+def test_logsumexp_gradient_is_the_softmax_at_extreme_rows(dtype, value) -> None:
+    """The gradient of logsumexp over n equal entries is 1/n, also where the
+    output rounds (a bf16 row of -1e4: log n is below its spacing) or the
+    row is at the top of the range; the value is the float32 one, rounded."""
+    x = jnp.full((4,), value, dtype)
+    g = jax.grad(lambda v: red.logsumexp(v, axis=0).astype(jnp.float32))(x)
+    np.testing.assert_allclose(np.asarray(g, np.float32), 0.25, rtol=1e-2)
+    want = jnp.asarray(np.float64(value) + np.log(4.0), jnp.float32).astype(dtype)
+    assert red.logsumexp(x, axis=0) == want

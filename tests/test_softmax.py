@@ -88,3 +88,18 @@ def test_bad_input(fn) -> None:
         fn(jnp.ones((2, 3)), axis=(0, 1))
     with pytest.raises(TypeError, match="complex input is not supported"):
         fn(jnp.ones(3, jnp.complex64))
+
+
+@pytest.mark.parametrize("value", [3e38, -3e38, 1e4])
+def test_rows_of_huge_values_are_normalised_by_their_maximum(value) -> None:
+    """A float32 row of equal huge values: softmax 1/n and log_softmax -log n
+    (normalising by a rounded log-sum-exp gave 1 and 0), with finite
+    gradients."""
+    x = jnp.full((2, 5), value, jnp.float32)
+    np.testing.assert_allclose(softmax(x), np.full((2, 5), 0.2), rtol=1e-6)
+    np.testing.assert_allclose(log_softmax(x), np.full((2, 5), -np.log(5.0)), rtol=1e-6)
+    for fn in (softmax, log_softmax):
+        g = jax.grad(lambda v, f=fn: jnp.sum(f(v)[:, 0]))(x)
+        assert bool(jnp.isfinite(g).all())
+    g = jax.grad(lambda v: jnp.sum(softmax(v)[:, 0]))(x)
+    np.testing.assert_allclose(g[0], [0.16, -0.04, -0.04, -0.04, -0.04], atol=1e-6)

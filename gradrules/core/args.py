@@ -51,6 +51,18 @@ def index_dtype(dtype: Any) -> np.dtype:
     return np.dtype(np.int32) if dtype.itemsize < 4 else dtype
 
 
+def dtype_param(op: str, name: str, value: Any, kind: str = "any") -> np.dtype:
+    """``value`` as a numpy dtype of the class ``kind``
+    (``core.meta.check_dtype``); a ``TypeError`` naming the op and the
+    argument for anything that is not a dtype (``"float33"``, ``3``)."""
+    try:
+        dtype = np.dtype(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op_name(op)}: {name} {value!r} is not a dtype") from None
+    check_dtype(op, name, dtype, kind)
+    return dtype
+
+
 def number_param(op: str, name: str, value: Any, *, lo: float | None = None,
                  hi: float | None = None, gt: float | None = None,
                  allow_inf: bool = False) -> float:

@@ -9,12 +9,12 @@ computes in float32 (``core.numerics.acc_dtype``). Partial blocks at the
 ends of the rows and of the width are masked loads and stores, so any ``N``
 works (a width of 1000 is one masked block of 1024).
 
-* ``forward``: ``lse = log sum exp(x)`` (0 for a row of all ``-inf``) by the
-  online log-sum-exp (``core.numerics.online_lse_step`` /
-  ``lse_from_sum``), then ``y = exp(x - lse)`` (softmax) or ``x - lse``
-  (log_softmax). When the row fits one block it is read once and softmax is
-  ``p / sum(p)``; otherwise a first loop over the column blocks finds lse
-  and a second writes the output.
+* ``forward``: the row's shift m (its finite maximum) and ``total = sum
+  exp(x - m)`` by the online log-sum-exp (``core.numerics.online_lse_step``),
+  then ``y = exp(x - m) / total`` (softmax) or ``(x - m) - log(total)``
+  (log_softmax): normalised by the maximum, never by a rounded log-sum-exp.
+  When the row fits one block it is read once; otherwise a first loop over
+  the column blocks finds m and the total and a second writes the output.
 * tangent maps and backwards: one row sum ``s``, then an elementwise map
   (a ``Rule``): softmax's tangent map and backward are the same,
   ``y (t - sum(y t))``; log_softmax's tangent map is ``t - sum(exp(logp)
@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..core.numerics import finite_or_zero, lse_from_sum, online_lse_step
+from ..core.numerics import finite_or_zero, online_lse_step
 from ._pallas import (BlockSpec, ds, DTYPES, F32, iota, is_power_of_2, load, next_power_of_2,
                       program_id, RowBlocks, store, triton_call)
 
@@ -160,39 +160,49 @@ def _col(j: Any, g: Geometry) -> Array:
     return jnp.asarray(j, jnp.int32) * g.bc
 
 
-def _row_lse(x_ref: Any, g: Geometry, r0: Any) -> Array:
-    """``[br]`` log-sum-exps of the rows at r0 by the online log-sum-exp over
-    the column blocks (0 for a row of all ``-inf``)."""
+def _row_stats(x_ref: Any, g: Geometry, r0: Any) -> tuple[Array, Array]:
+    """``[br]`` shifts (finite maxima) and totals ``sum exp(x - shift)`` of
+    the rows at r0, by the online log-sum-exp over the column blocks."""
     def column_block(j: Any, carry: tuple[Array, Array]) -> tuple[Array, Array]:
         m, _, _, total = online_lse_step(*carry, _tile(x_ref, g, r0, _col(j, g), -jnp.inf))
         return m, total
 
     m, total = lax.fori_loop(0, g.nc, column_block,
                              (jnp.full((g.br,), -jnp.inf, F32), jnp.zeros((g.br,), F32)))
-    return lse_from_sum(finite_or_zero(m), total, 0.0)
+    return finite_or_zero(m), total
+
+
+def _normalised(x: Array, shift: Array, total: Array, log: bool, p: Array | None = None
+                ) -> Array:
+    """A tile's softmax ``exp(x - shift) / total`` (``p`` if already
+    computed) or log_softmax ``(x - shift) - log(total)``: normalised by the
+    row maximum, never by a rounded log-sum-exp (as ``_fused.softmax_rows``);
+    0 and ``-inf`` for a row of all ``-inf``."""
+    some = total > 0
+    if log:
+        return (x - shift[:, None]) - jnp.log(jnp.where(some, total, 1))[:, None]
+    e = jnp.exp(x - shift[:, None]) if p is None else p
+    return e * jnp.where(some, 1 / jnp.where(some, total, 1), 0)[:, None]
 
 
 # ------------------------------------------------------------------ kernels
 def _forward_kernel(x_ref: Any, y_ref: Any, *, g: Geometry, log: bool) -> None:
-    """softmax ``exp(x - lse)`` or log_softmax ``x - lse`` of ``br`` rows."""
+    """softmax or log_softmax of ``br`` rows (``_normalised``): one pass over
+    a row that fits one column block, else the row statistics then a second
+    pass."""
     r0 = program_id(0) * g.br
     if g.nc == 1:
         c0 = _col(0, g)
         x = _tile(x_ref, g, r0, c0, -jnp.inf)
         empty = (jnp.full((g.br,), -jnp.inf, F32), jnp.zeros((g.br,), F32))
         m, _, p, total = online_lse_step(*empty, x)
-        if log:
-            _put(y_ref, g, r0, c0, x - lse_from_sum(finite_or_zero(m), total, 0.0)[:, None])
-        else:
-            inv = jnp.where(total > 0, 1 / jnp.where(total > 0, total, 1), 0)
-            _put(y_ref, g, r0, c0, p * inv[:, None])
+        _put(y_ref, g, r0, c0, _normalised(x, finite_or_zero(m), total, log, p))
         return
-    lse = _row_lse(x_ref, g, r0)[:, None]
+    shift, total = _row_stats(x_ref, g, r0)
 
     def column_block(j: Any, carry: Any) -> Any:
         c0 = _col(j, g)
-        x = _tile(x_ref, g, r0, c0, -jnp.inf)
-        _put(y_ref, g, r0, c0, x - lse if log else jnp.exp(x - lse))
+        _put(y_ref, g, r0, c0, _normalised(_tile(x_ref, g, r0, c0, -jnp.inf), shift, total, log))
         return carry
     lax.fori_loop(0, g.nc, column_block, 0)
 

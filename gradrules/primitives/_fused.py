@@ -75,12 +75,39 @@ def max_shift(x: Array, axis: int | tuple[int, ...]) -> Array:
     return finite_or_zero(jnp.max(x, axis, keepdims=True, initial=-jnp.inf))
 
 
+def shifted_exp(x: Array, axis: int | tuple[int, ...]) -> tuple[Array, Array, Array]:
+    """``(shift, z, e)``: the finite max along ``axis`` (kept), ``z = x -
+    shift`` and ``e = exp(z)``, which cannot overflow and sums to at least
+    1 (0 for a row that is all ``-inf``)."""
+    shift = max_shift(x, axis)
+    z = x - shift
+    return shift, z, jnp.exp(z)
+
+
 def log_sum_exp(x: Array, axis: int | tuple[int, ...], *, empty: float = 0.0) -> Array:
     """``log sum exp(x)`` along ``axis`` (kept), computed with the finite max
     subtracted; ``empty`` for a row that is all ``-inf`` (0 for softmax, whose
     row of zeros needs a finite normaliser; ``-inf`` for a log-sum-exp)."""
-    shift = max_shift(x, axis)
-    return lse_from_sum(shift, jnp.sum(jnp.exp(x - shift), axis, keepdims=True), empty)
+    shift, _, e = shifted_exp(x, axis)
+    return lse_from_sum(shift, jnp.sum(e, axis, keepdims=True), empty)
+
+
+def softmax_rows(x: Array, axis: int) -> Array:
+    """``exp(x - m) / sum(exp(x - m))`` along ``axis``, m the row maximum:
+    normalised by the maximum, not by a rounded log-sum-exp (a row of 3e38
+    gives 1/n, not 1); 0 for a row that is all ``-inf``."""
+    _, _, e = shifted_exp(x, axis)
+    total = jnp.sum(e, axis, keepdims=True)
+    return e / jnp.where(total > 0, total, 1)
+
+
+def log_softmax_rows(x: Array, axis: int) -> Array:
+    """``(x - m) - log(sum(exp(x - m)))`` along ``axis``: the shift taken
+    out before the log, so that nothing rounds it away; ``-inf`` for a row
+    that is all ``-inf``."""
+    _, z, e = shifted_exp(x, axis)
+    total = jnp.sum(e, axis, keepdims=True)
+    return z - jnp.log(jnp.where(total > 0, total, 1))
 
 
 def sum_to(x: Array, shape: tuple[int, ...]) -> Array:

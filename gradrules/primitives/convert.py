@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.args import as_array, index_dtype
+from ..core.args import as_array, dtype_param, index_dtype
 from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -44,11 +44,7 @@ def convert_element_type(x: jax.typing.ArrayLike, *, dtype: Any) -> Array:
     way. A cast to or from an integer or bool dtype has a zero derivative.
     """
     x = as_array("convert_element_type", "x", x)
-    try:
-        new = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"{op_name('convert_element_type')}: dtype {dtype!r} is not a dtype") from None
-    check_dtype("convert_element_type", "dtype", new, "any")
+    new = dtype_param("convert_element_type", "dtype", dtype)
     x = jnp.asarray(x) if isinstance(x, (bool, int, float)) else x
     return convert_element_type_p.bind(x, new_dtype=new)
 

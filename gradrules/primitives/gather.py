@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray
-from ..core.args import index_dtype, int_param
+from ..core.args import dtype_param, index_dtype, int_param
 from ..core.meta import check_dtype, normalize_axis, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -397,7 +397,8 @@ one_hot_p = define_primitive("one_hot", family=FAMILY, operands=("x",),
 
 def _one_hot_dtype(dtype: Any) -> Any:
     """The dtype of the result: the default float dtype when None."""
-    return jax.dtypes.canonicalize_dtype(jnp.float64 if dtype is None else dtype)
+    return jax.dtypes.canonicalize_dtype(
+        dtype_param("one_hot", "dtype", jnp.float64 if dtype is None else dtype))
 
 
 def one_hot(x: ArrayLike, *, num_classes: int, dtype: Any = None, axis: int = -1) -> Array:
@@ -408,7 +409,6 @@ def one_hot(x: ArrayLike, *, num_classes: int, dtype: Any = None, axis: int = -1
     x = index_arg("one_hot", "x", x)
     num_classes = int_param("one_hot", "num_classes", num_classes, lo=0)
     dtype = _one_hot_dtype(dtype)
-    check_dtype("one_hot", "dtype", dtype, "any")
     axis = normalize_axis("one_hot", axis, np.ndim(x) + 1)
     return one_hot_p.bind(x, num_classes=num_classes, dtype=np.dtype(dtype), axis=axis)
 

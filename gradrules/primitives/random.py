@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray
-from ..core.args import as_array, float_array, number_param
+from ..core.args import as_array, dtype_param, float_array, number_param
 from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -141,11 +141,7 @@ def _sampler_args(op: str, key: Any, shape: Any, dtype: Any) -> tuple[Any, tuple
     if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
         raise TypeError(f"{op_name(op)}: shape must be a tuple of non-negative ints, got "
                         f"{shape!r}")
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"{op_name(op)}: dtype {dtype!r} is not a dtype") from None
-    check_dtype(op, "dtype", dtype, "float")
+    dtype = dtype_param(op, "dtype", dtype, "float")
     return key_arg(op, key), tuple(int(d) for d in shape), dtype
 
 

@@ -23,7 +23,7 @@ from ..core.args import bool_param, number_param
 from ..core.meta import check_dtype, normalize_axes, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from ._fused import log_sum_exp
+from ._fused import log_sum_exp, upcast
 from .convert import promote
 
 Array = jax.Array
@@ -311,9 +311,10 @@ register_op(OpDef(name="var_mean", family=FAMILY, fn=var_mean, primitives=(var_m
 
 # -------------------------------------------------------------- logsumexp
 def _logsumexp_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
-    """The library's one stable log-sum-exp (``_fused.log_sum_exp``), -inf
-    where every entry is -inf or the reduced axes are empty."""
-    out = log_sum_exp(x, axes, empty=-jnp.inf)
+    """The library's one stable log-sum-exp (``_fused.log_sum_exp``), in
+    float32 for 16-bit input, -inf where every entry is -inf or the reduced
+    axes are empty."""
+    out = log_sum_exp(upcast(x), axes, empty=-jnp.inf).astype(x.dtype)
     return out if keepdims else jnp.squeeze(out, axes)
 
 
@@ -324,7 +325,9 @@ logsumexp_p = define_primitive("logsumexp", family=FAMILY, operands=("x",),
 logsumexp = _reduction_op(logsumexp_p, "float", """``log sum_{i in axis} exp(x_i)``,
 computed with the maximum subtracted (-inf over a size-0 axis).
 
-d out / d x_i = exp(x_i - out) (the softmax). A slice that is all -inf gives
--inf with derivative 0 (not NaN), at every order.""")
+d out / d x_i = exp(x_i - m) / sum_j exp(x_j - m), m the maximum (the
+softmax, normalised by the maximum rather than by the rounded output). 16-bit
+input is computed in float32. A slice that is all -inf gives -inf with
+derivative 0 (not NaN), at every order.""")
 register_op(OpDef(name="logsumexp", family=FAMILY, fn=logsumexp, primitives=(logsumexp_p,),
                   reference=_reduction_reference(jax.nn.logsumexp), operands=("x",)))

@@ -10,8 +10,9 @@ itself for log_softmax), in every mode.
 The tangent maps and backwards are written once, in gradrules ops
 (``softmax_tangent``, ``log_softmax_tangent``, ``log_softmax_cotangent``):
 that composition is their XLA lowering and the function their JVP rules
-differentiate. The forwards are lowered from plain jax.numpy with the
-library's one stable log-sum-exp (``_fused.log_sum_exp``). Each of the six
+differentiate. The forwards are lowered from plain jax.numpy, normalised by
+the row maximum (``_fused.softmax_rows``, ``_fused.log_softmax_rows``), so
+that no rounded log-sum-exp decides the result (a float32 row of 3e38). Each of the six
 primitives also has a Pallas kernel over the last axis
 (``pallas/softmax.py``); where one may run, the public functions move
 another axis to the end and back. On a mesh the forward is bound inside
@@ -37,7 +38,7 @@ from ..core.registry import OpDef, register_op
 from ..pallas import softmax as kernels
 from ..pallas.softmax import BlockSizes
 from ._compose import cast
-from ._fused import log_sum_exp, matching_meta, upcast
+from ._fused import log_softmax_rows, matching_meta, softmax_rows, upcast
 from ._sharding import row_labels, shard_map_bind
 from .arithmetic import multiply, subtract
 from .reduction import sum as gr_sum
@@ -111,8 +112,7 @@ def _reference_parts(x: ArrayLike, axis: int) -> tuple[Array, Array, Any]:
 
 # ---------------------------------------------------------------- softmax
 def _softmax_xla(x: Array, *, axis: int) -> Array:
-    xf = upcast(x)
-    return jnp.exp(xf - log_sum_exp(xf, axis)).astype(x.dtype)
+    return softmax_rows(upcast(x), axis).astype(x.dtype)
 
 
 def softmax_tangent(y: Any, t: Any, *, axis: int) -> Any:
@@ -156,8 +156,7 @@ register_op(OpDef(name="softmax", family=FAMILY, fn=softmax,
 
 # ------------------------------------------------------------ log_softmax
 def _log_softmax_xla(x: Array, *, axis: int) -> Array:
-    xf = upcast(x)
-    return (xf - log_sum_exp(xf, axis)).astype(x.dtype)
+    return log_softmax_rows(upcast(x), axis).astype(x.dtype)
 
 
 def log_softmax_tangent(logp: Any, t: Any, *, axis: int) -> Any:

@@ -4,7 +4,8 @@ sum and mean are linear (their transposes broadcast the cotangent back);
 prod's JVP multiplies the tangent by the product of the others (exclusive
 prefix times suffix products, exact with zeros); max and min share the
 tangent evenly among ties; var, std and var_mean differentiate through the
-centered input; logsumexp through the softmax, guarded for all -inf slices.
+centered input; logsumexp through the softmax normalised by the maximum (in
+float32 for 16-bit input), guarded for all -inf slices.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import numpy as np
 from .. import _jax
 from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
                     Tangent, aval_of, is_zero)
+from ..core.numerics import acc_dtype
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
-from ..primitives._compose import indicator
+from ..primitives._compose import cast, indicator
 from ..primitives.arithmetic import div_scale_p, divide, multiply, subtract
-from ..primitives.compare import eq, where
+from ..primitives.compare import eq, gt, where
 from ..primitives.reduction import (logsumexp_p, max_p, mean_p, min_p, prod_p,
                                     reduced_size, std_p, sum_p, var_mean_p, var_p)
 from ..primitives.scan import cumprod_p
@@ -191,17 +193,29 @@ register_rules(var_mean_p, jvp=_var_mean_jvp, transpose=NOT_LINEAR,
 
 
 # logsumexp -----------------------------------------------------------------
+def _softmax_weights(x: Any, axes: tuple[int, ...]) -> Any:
+    """``exp(x - m) / sum(exp(x - m))`` over ``axes`` (kept), m the maximum
+    (0 where every entry is -inf, whose weights are then 0): normalised by
+    the maximum, so no rounded log-sum-exp enters (a row of 3e38, a bf16 row
+    of -1e4). m cancels, so its derivatives contribute nothing."""
+    m = max_p.bind(x, axes=axes, keepdims=True)
+    e = exp(subtract(x, where(eq(m, -np.inf), 0.0, m)))
+    total = sum_p.bind(e, axes=axes, keepdims=True)
+    return divide(e, where(gt(total, 0.0), total, 1.0))
+
+
 def _logsumexp_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *,
                    axes: tuple[int, ...], keepdims: bool) -> JvpResult:
-    """t_out = sum(t * exp(x - out)). Where out is -inf (an all -inf slice)
-    it is replaced by 0, so exp(x - 0) = 0 there and the tangent is 0."""
+    """t_out = sum(t * softmax(x)) over ``axes``, the weights in float32 for
+    16-bit input (``_softmax_weights``)."""
     (x,), (t,) = primals, tangents
     out = logsumexp_p.bind(x, axes=axes, keepdims=keepdims)
     if is_zero(t):
         return out, _jax.zero_tangent(out)
-    safe = where(eq(out, -np.inf), 0.0, out)
-    p = exp(subtract(x, restore_reduced(safe, np.shape(x), axes, keepdims)))
-    return out, _reduce(sum_p, multiply(t, p), axes, keepdims)
+    dtype = aval_of(x).dtype
+    acc = acc_dtype(dtype)
+    p = _softmax_weights(cast(x, acc), axes)
+    return out, cast(_reduce(sum_p, multiply(cast(t, acc), p), axes, keepdims), dtype)
 
 
 register_rules(logsumexp_p, jvp=_logsumexp_jvp, transpose=NOT_LINEAR,
