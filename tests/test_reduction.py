@@ -227,3 +227,21 @@ def test_logsumexp_gradient_is_the_softmax_at_extreme_rows(dtype, value) -> None
     np.testing.assert_allclose(np.asarray(g, np.float32), 0.25, rtol=1e-2)
     want = jnp.asarray(np.float64(value) + np.log(4.0), jnp.float32).astype(dtype)
     assert red.logsumexp(x, axis=0) == want
+
+
+@pytest.mark.parametrize("name", ["var", "std", "var_mean"])
+def test_moments_read_x_as_often_as_jax_numpy(name) -> None:
+    """var, std and var_mean keep the mean exact for constant slices without
+    writing a shifted copy of x: no more bytes or temp memory than
+    jnp.var / jnp.std (plus jnp.mean) in XLA's analyses."""
+    from gradrules.bench import compiled_costs
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((256, 512)), jnp.float32)
+    ours = {"var": lambda v: red.var(v, axis=1), "std": lambda v: red.std(v, axis=1),
+            "var_mean": lambda v: red.var_mean(v, axis=1)}[name]
+    ref = {"var": lambda v: jnp.var(v, axis=1, ddof=1),
+           "std": lambda v: jnp.std(v, axis=1, ddof=1),
+           "var_mean": lambda v: (jnp.var(v, axis=1, ddof=1), jnp.mean(v, axis=1))}[name]
+    c, r = compiled_costs(ours, x), compiled_costs(ref, x)
+    assert c.bytes_accessed <= 1.1 * r.bytes_accessed
+    assert c.temp_bytes <= r.temp_bytes + 2**12
+    np.testing.assert_allclose(np.asarray(ours(x)), np.asarray(ref(x)), rtol=2e-5, atol=1e-6)

@@ -9,6 +9,7 @@ batched by ``rules.reduction.reduction_batch``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -208,19 +209,30 @@ def _moment_args(op: str, x: Any, axis: Axis, correction: Any, keepdims: bool
     return x, {**params, "correction": correction_param(op, correction)}
 
 
-def _shifted(x: Array, axes: tuple[int, ...]) -> Array:
-    """x minus its first element along ``axes``: the variance is unchanged,
-    and it is exactly 0 for a constant slice (where x - mean(x) is not, as the
-    mean rounds), so that std's derivative guard sees a true 0."""
-    first = x[tuple(slice(0, 1) if i in axes else slice(None) for i in range(x.ndim))]
-    return x - first
+def _moments(x: Array, axes: tuple[int, ...], correction: float, keepdims: bool
+             ) -> tuple[Array, Array]:
+    """``(var, mean)``: ``m = first + mean(x - first)`` (``first`` the slice's
+    first element), exactly the value of a constant slice (where mean(x)
+    rounds), so that its variance is a true 0 for std's derivative guard;
+    then ``sum((x - m)**2) / (n - correction)`` (NaN where n <= correction,
+    as jnp.var). Both reductions read x itself: no shifted copy of x is
+    written."""
+    n = math.prod(x.shape[a] for a in axes)
+    m = jnp.mean(x, axes, keepdims=True)          # NaN over an empty slice
+    if n:
+        first = x[tuple(slice(0, 1) if i in axes else slice(None) for i in range(x.ndim))]
+        m = first + jnp.mean(x - first, axes, keepdims=True)
+    total = jnp.sum(jnp.square(x - m), axes, keepdims=keepdims)
+    var = (total / jnp.asarray(n - correction, total.dtype) if n > correction
+           else jnp.full_like(total, jnp.nan))
+    return var, (m if keepdims else jnp.squeeze(m, axes))
 
 
 _MOMENT_PARAMS = ("axes", "correction", "keepdims")
 
 
 def _var_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool) -> Array:
-    return jnp.var(_shifted(x, axes), axes, keepdims=keepdims, correction=correction)
+    return _moments(x, axes, correction, keepdims)[0]
 
 
 var_p = define_primitive("var", family=FAMILY, operands=("x",), params=_MOMENT_PARAMS,
@@ -231,7 +243,7 @@ def var(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
         keepdims: bool = False) -> Array:
     """``sum_{i in axis} (x_i - mean)**2 / (n - correction)`` (the unbiased
     estimate by default; ``correction=0`` the population variance). With
-    n <= correction the result is inf or NaN, as in jax.numpy. The default
+    n <= correction the result is NaN, as in jax.numpy. The default
     differs from ``jnp.var``'s ``correction=0`` on purpose, as torch and
     Paddle's do (README, "Where gradrules differs from jax.numpy").
 
@@ -251,7 +263,7 @@ register_op(OpDef(name="var", family=FAMILY, fn=var, primitives=(var_p,),
 
 
 def _std_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool) -> Array:
-    return jnp.std(_shifted(x, axes), axes, keepdims=keepdims, correction=correction)
+    return jnp.sqrt(_var_impl(x, axes=axes, correction=correction, keepdims=keepdims))
 
 
 std_p = define_primitive("std", family=FAMILY, operands=("x",), params=_MOMENT_PARAMS,
@@ -281,8 +293,7 @@ register_op(OpDef(name="std", family=FAMILY, fn=std, primitives=(std_p,),
 
 def _var_mean_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool
                    ) -> list[Array]:
-    return [_var_impl(x, axes=axes, correction=correction, keepdims=keepdims),
-            _mean_impl(x, axes=axes, keepdims=keepdims)]
+    return list(_moments(x, axes, correction, keepdims))
 
 
 var_mean_p = define_primitive("var_mean", family=FAMILY, operands=("x",),
