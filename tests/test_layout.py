@@ -184,3 +184,15 @@ def test_bad_input_is_a_value_error_naming_the_op(op, fn, msg) -> None:
 def test_bad_types_are_a_type_error_naming_the_op(op, fn, msg) -> None:
     with pytest.raises(TypeError, match=rf"gradrules.{op}: {msg}"):
         fn()
+
+
+def test_repeat_by_one_count_is_a_broadcast() -> None:
+    """repeat with one count compiles to a broadcast and a reshape (no
+    gather, no arithmetic), as jnp.repeat with a Python int."""
+    from gradrules.bench import compiled_costs
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((64, 96)), jnp.float32)
+    ours = compiled_costs(lambda v: lo.repeat(v, repeats=2, axis=-1), x)
+    ref = compiled_costs(lambda v: jnp.repeat(v, 2, axis=-1), x)
+    assert ours.flops == ref.flops == 0 and ours.temp_bytes == ref.temp_bytes
+    np.testing.assert_array_equal(lo.repeat(x, repeats=2, axis=-1),
+                                  jnp.repeat(x, 2, axis=-1))

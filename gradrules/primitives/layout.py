@@ -258,8 +258,12 @@ def _repeat_infer_meta(x: Any, *, repeats: int | tuple[int, ...], axis: int) -> 
 
 
 def _repeat_impl(x: Array, *, repeats: int | tuple[int, ...], axis: int) -> Array:
-    total = repeats * x.shape[axis] if isinstance(repeats, int) else builtins.sum(repeats)
-    return jnp.repeat(x, np.asarray(repeats), axis=axis, total_repeat_length=total)
+    """One count: a broadcast and a reshape (jnp.repeat's path for a Python
+    int); a count per element: the gather of jnp.repeat's general path."""
+    if isinstance(repeats, int):
+        return jnp.repeat(x, repeats, axis=axis)
+    return jnp.repeat(x, np.asarray(repeats), axis=axis,
+                      total_repeat_length=builtins.sum(repeats))
 
 
 repeat_p = define_primitive("repeat", family=FAMILY, operands=("x",), params=("repeats", "axis"),
