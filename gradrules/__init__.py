@@ -59,6 +59,12 @@ from .primitives.activation import silu as silu
 from .primitives.activation import gelu as gelu
 from .primitives.activation import softplus as softplus
 from .primitives.activation import clamp as clamp
+from .primitives.activation import clip as clip
+from .primitives.activation import elu as elu
+from .primitives.activation import selu as selu
+from .primitives.activation import celu as celu
+from .primitives.activation import mish as mish
+from .primitives.activation import swish as swish
 
 # arithmetic
 from .primitives.arithmetic import add as add
@@ -75,9 +81,13 @@ from .primitives.arithmetic import residual_add as residual_add
 from .primitives.arithmetic import bias_add as bias_add
 from .primitives.arithmetic import scale as scale
 from .primitives.arithmetic import div_scale as div_scale
+from .primitives.arithmetic import logaddexp as logaddexp
+from .primitives.arithmetic import hypot as hypot
+from .primitives.arithmetic import lerp as lerp
 
 # attention
 from .primitives.attention import attention as attention
+from .primitives.attention import dot_product_attention as dot_product_attention
 
 # compare
 from .primitives.compare import eq as eq
@@ -91,16 +101,26 @@ from .primitives.compare import where as where
 # conv
 from .primitives.conv import conv2d as conv2d
 from .primitives.conv import conv_transpose2d as conv_transpose2d
+from .primitives.conv import conv1d as conv1d
+from .primitives.conv import conv3d as conv3d
 
 # convert
 from .primitives.convert import convert_element_type as convert_element_type
 from .primitives.convert import copy as copy
 from .primitives.convert import assign as assign
 
+# creation
+from .primitives.creation import arange as arange
+from .primitives.creation import full as full
+from .primitives.creation import full_like as full_like
+from .primitives.creation import zeros as zeros
+from .primitives.creation import ones as ones
+
 # gated
 from .primitives.gated import silu_gated as silu_gated
 from .primitives.gated import gelu_gated as gelu_gated
 from .primitives.gated import silu_rowsplit as silu_rowsplit
+from .primitives.gated import glu as glu
 
 # gather
 from .primitives.gather import gather as gather
@@ -111,12 +131,22 @@ from .primitives.gather import embedding as embedding
 from .primitives.gather import c_embedding as c_embedding
 from .primitives.gather import one_hot as one_hot
 
+# grid
+from .primitives.grid import grid_sample as grid_sample
+from .primitives.grid import grid_sample2d as grid_sample2d
+
+# im2col
+from .primitives.im2col import unfold as unfold
+from .primitives.im2col import fold as fold
+
 # layout
 from .primitives.layout import concatenate as concatenate
 from .primitives.layout import pad as pad
 from .primitives.layout import tile as tile
 from .primitives.layout import repeat as repeat
 from .primitives.layout import flip as flip
+from .primitives.layout import stack as stack
+from .primitives.layout import roll as roll
 from .primitives.layout import tensor_unfold as tensor_unfold
 from .primitives.layout import tensor_fold as tensor_fold
 
@@ -146,6 +176,14 @@ from .primitives.logical import bitwise_xor as bitwise_xor
 from .primitives.loss import cross_entropy as cross_entropy
 from .primitives.loss import fused_linear_cross_entropy as fused_linear_cross_entropy
 from .primitives.loss import nll_loss as nll_loss
+from .primitives.loss import softmax_cross_entropy as softmax_cross_entropy
+
+# matrix
+from .primitives.matrix import tril as tril
+from .primitives.matrix import triu as triu
+from .primitives.matrix import diagonal as diagonal
+from .primitives.matrix import diag as diag
+from .primitives.matrix import trace as trace
 
 # norm
 from .primitives.norm import rms_norm as rms_norm
@@ -157,6 +195,14 @@ from .primitives.norm import batch_norm as batch_norm
 from .primitives.pool import avg_pool2d as avg_pool2d
 from .primitives.pool import adaptive_avg_pool2d as adaptive_avg_pool2d
 from .primitives.pool import max_pool2d as max_pool2d
+from .primitives.pool import avg_pool3d as avg_pool3d
+from .primitives.pool import max_pool3d as max_pool3d
+
+# products
+from .primitives.products import dot as dot
+from .primitives.products import outer as outer
+from .primitives.products import kron as kron
+from .primitives.products import cross as cross
 
 # random
 from .primitives.random import dropout as dropout
@@ -183,7 +229,6 @@ from .primitives.resample import pixel_shuffle as pixel_shuffle
 from .primitives.resample import pixel_unshuffle as pixel_unshuffle
 from .primitives.resample import unpatchify as unpatchify
 from .primitives.resample import patchify as patchify
-from .primitives.resample import grid_sample2d as grid_sample2d
 
 # rope
 from .primitives.rope import rope as rope
@@ -199,6 +244,7 @@ from .primitives.scan import cumsum as cumsum
 from .primitives.scan import cumprod as cumprod
 from .primitives.scan import cummax as cummax
 from .primitives.scan import linear_recurrence as linear_recurrence
+from .primitives.scan import logcumsumexp as logcumsumexp
 
 # scatter
 from .primitives.scatter import scatter_add as scatter_add
@@ -208,9 +254,16 @@ from .primitives.scatter import index_put as index_put
 from .primitives.scatter import set_value as set_value
 from .primitives.scatter import slice_scatter as slice_scatter
 
+# segment
+from .primitives.segment import segment_sum as segment_sum
+from .primitives.segment import segment_max as segment_max
+from .primitives.segment import segment_min as segment_min
+from .primitives.segment import segment_mean as segment_mean
+
 # shape
 from .primitives.shape import reshape as reshape
 from .primitives.shape import transpose as transpose
+from .primitives.shape import moveaxis as moveaxis
 from .primitives.shape import permute as permute
 from .primitives.shape import broadcast_in_dim as broadcast_in_dim
 from .primitives.shape import broadcast_to as broadcast_to
@@ -230,12 +283,22 @@ from .primitives.slicing import split as split
 from .primitives.softmax import softmax as softmax
 from .primitives.softmax import log_softmax as log_softmax
 
+# solve
+from .primitives.solve import cholesky as cholesky
+from .primitives.solve import triangular_solve as triangular_solve
+from .primitives.solve import solve as solve
+from .primitives.solve import inv as inv
+from .primitives.solve import det as det
+from .primitives.solve import slogdet as slogdet
+from .primitives.solve import qr as qr
+
 # sort
 from .primitives.sort import sort as sort
 from .primitives.sort import argsort as argsort
 from .primitives.sort import topk as topk
 from .primitives.sort import argmax as argmax
 from .primitives.sort import argmin as argmin
+from .primitives.sort import nonzero as nonzero
 
 # special
 from .primitives.special import erf as erf
@@ -245,8 +308,22 @@ from .primitives.special import lgamma as lgamma
 from .primitives.special import digamma as digamma
 from .primitives.special import bessel_i0e as bessel_i0e
 from .primitives.special import bessel_i1e as bessel_i1e
+from .primitives.special import erfcx as erfcx
+from .primitives.special import bessel_i0 as bessel_i0
+from .primitives.special import bessel_i1 as bessel_i1
+from .primitives.special import bessel_j0 as bessel_j0
+from .primitives.special import bessel_j1 as bessel_j1
 from .primitives.special import zeta as zeta
 from .primitives.special import polygamma as polygamma
+
+# spectral
+from .primitives.spectral import eigh as eigh
+from .primitives.spectral import svd as svd
+from .primitives.spectral import norm as norm
+from .primitives.spectral import matrix_norm as matrix_norm
+
+# strided
+from .primitives.strided import as_strided as as_strided
 
 # unary
 from .primitives.unary import abs as abs
@@ -261,6 +338,7 @@ from .primitives.unary import log10 as log10
 from .primitives.unary import log1p as log1p
 from .primitives.unary import sqrt as sqrt
 from .primitives.unary import rsqrt as rsqrt
+from .primitives.unary import cbrt as cbrt
 from .primitives.unary import reciprocal as reciprocal
 from .primitives.unary import square as square
 from .primitives.unary import sin as sin
@@ -275,3 +353,4 @@ from .primitives.unary import tanh as tanh
 from .primitives.unary import asinh as asinh
 from .primitives.unary import acosh as acosh
 from .primitives.unary import atanh as atanh
+from .primitives.unary import sinc as sinc

@@ -499,13 +499,14 @@ CATALOG_ELEMENTS = 1 << 20
 
 
 def _largest_sample(name: str) -> Any:
-    """The op's sample call with the most elements and no empty operand."""
+    """The op's sample call with the most elements and no empty operand (of
+    an op without array operands, arange or zeros: its first sample)."""
     from .testing.samples import samples_for
     best, size = None, -1
     for sample in samples_for(name):
         arrays = [np.asarray(a) for a in jax.tree_util.tree_leaves(sample.args)
                   if isinstance(a, np.ndarray)]
-        if arrays and all(a.size for a in arrays) and sum(a.size for a in arrays) > size:
+        if all(a.size for a in arrays) and sum(a.size for a in arrays) > size:
             best, size = sample, sum(a.size for a in arrays)
     return best
 
@@ -519,6 +520,8 @@ def _grown(case: Any, quick: bool) -> tuple[Any, ...]:
     until no output exceeds 4 ``CATALOG_ELEMENTS`` (operands that broadcast
     against each other into an outer product)."""
     leaves = [np.asarray(x) for x in case.leaves]
+    if not leaves:          # no array operand (arange, zeros): nothing to grow
+        return ()
     big = max(leaves, key=np.size)
     axes = sum(d > 1 for d in big.shape)
     factor = int((CATALOG_ELEMENTS / big.size) ** (1 / axes)) if axes and not quick else 1

@@ -80,7 +80,21 @@ def _print_op(op: OpDef) -> None:
             print(f"    pallas takes: {kernel_scope(info.kernel_supports)}")
 
 
+def ops_markdown() -> str:
+    """The catalog as a Markdown table, one row per family (in import order):
+    README.md's op list is this text (``gradrules list --markdown``)."""
+    by_family: dict[str, list[str]] = {}
+    for op in list_ops():
+        by_family.setdefault(op.family, []).append(f"`{op.name}`")
+    rows = ["| family | ops |", "|---|---|"]
+    rows += [f"| {family} | {', '.join(names)} |" for family, names in by_family.items()]
+    return "\n".join(rows) + f"\n\n{len(list_ops())} ops.\n"
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
+    if args.markdown:
+        print(ops_markdown(), end="")
+        return 0
     if args.names:
         found = _resolve_names(args.names, args.family)
         if isinstance(found, str):
@@ -238,6 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--missing", action="store_true",
                    help="only ops with missing pieces (declared not-implemented "
                         "derivatives included)")
+    p.add_argument("--markdown", action="store_true",
+                   help="the catalog as README.md's Markdown table of ops by family")
     p = sub.add_parser("check", help="run the rule checker")
     p.add_argument("ops", nargs="*", metavar="OP|FAMILY", help="ops to check (default: all)")
     p.add_argument("-f", "--family", action="store_true", help="the names are families")

@@ -160,6 +160,14 @@ def test_large_abs_x_values_do_not_overflow():
     np.testing.assert_array_equal(_d(a.gelu, [-1e4, 1e4], 2, approximate=True), [0.0, 0.0])
 
 
+def test_hardswish_at_the_float32_maximum():
+    """x * relu6(x + 3) / 6 would overflow to inf in x * 6; the op gives x."""
+    for dtype in (jnp.float32, jnp.bfloat16):
+        big = jnp.asarray([-3e38, 3e38], dtype)
+        np.testing.assert_array_equal(a.hardswish(big), jax.nn.hard_swish(big))
+        assert np.isfinite(np.asarray(a.hardswish(big), np.float32)[1])
+
+
 # --------------------------------------------------------------- bad input
 @pytest.mark.parametrize("name", ["sigmoid", "log_sigmoid", "hardswish", "silu", "gelu",
                                   "softplus", "leaky_relu", "hardtanh"])
@@ -205,3 +213,141 @@ def test_params_are_static_in_the_jaxpr():
     assert eqn.params == {"beta": 2.0, "threshold": 5.0}
     jaxpr = jax.make_jaxpr(lambda x: a.clamp(x, max=3))(np.int32(1))
     assert jaxpr.jaxpr.eqns[0].params == {"min": None, "max": 3}
+
+
+# ------------------------------------------------ elu, selu, celu, mish
+_EDGE = [-1e4, -30.0, -1.0, -0.0, 0.0, 0.5, 30.0, 1e4]
+
+
+@pytest.mark.parametrize("name, alpha", [("elu", 1.0), ("elu", 0.5), ("celu", 1.0),
+                                         ("celu", 2.0), ("selu", None)])
+def test_exponential_units_match_jax_nn_in_three_orders(name, alpha):
+    """Values and first to third derivatives against jax.nn's own, away from 0
+    and at +-1e4 (all finite)."""
+    kw = {} if alpha is None else {"alpha": alpha}
+    ref = (lambda v: getattr(jax.nn, name)(v, alpha)) if alpha is not None else jax.nn.selu
+    x = np.array([-1e4, -30.0, -1.0, -0.3, 0.4, 2.0, 30.0, 1e4])
+    np.testing.assert_allclose(getattr(a, name)(x, **kw), ref(x), rtol=1e-14)
+    for order in (1, 2, 3):
+        got = _d(getattr(a, name), x, order, **kw)
+        assert np.isfinite(got).all()
+        # atol: jax.nn differentiates expm1 as expm1(x) + 1, which rounds exp(-30)
+        np.testing.assert_allclose(got, _d(ref, x, order), rtol=1e-12, atol=1e-15)
+
+
+def test_elu_derivative_at_zero_is_the_left_branch():
+    """jax.nn.elu's convention: elu'(0) = alpha (the x <= 0 branch), and so
+    the second derivative; selu scales it; celu is continuous there."""
+    np.testing.assert_allclose(_d(a.elu, [0.0], alpha=0.5), [0.5])
+    np.testing.assert_allclose(_d(a.elu, [0.0], 2, alpha=0.5), [0.5])
+    np.testing.assert_allclose(_d(a.elu, [0.0]), _d(jax.nn.elu, [0.0]))
+    np.testing.assert_allclose(_d(a.selu, [0.0]), [a.SELU_SCALE * a.SELU_ALPHA])
+    np.testing.assert_allclose(_d(a.selu, [0.0]), _d(jax.nn.selu, [0.0]))
+    np.testing.assert_allclose(_d(a.celu, [0.0, 1e-9, -1e-9], alpha=2.0), [1.0, 1.0, 1.0],
+                               rtol=1e-8)
+    np.testing.assert_allclose(_d(a.celu, [0.0], 2, alpha=2.0), [0.5])
+
+
+def test_selu_uses_jax_nn_constants():
+    x = np.array([-2.0, 1.5])
+    expect = 1.0507009873554804934193349852946 * np.where(
+        x > 0, x, 1.6732632423543772848170429916717 * np.expm1(x))
+    np.testing.assert_allclose(a.selu(x), expect, rtol=1e-15)
+
+
+def test_mish_matches_jax_nn_and_stays_finite_at_large_x():
+    x = np.array(_EDGE)
+    np.testing.assert_allclose(a.mish(x), jax.nn.mish(x), rtol=1e-14, atol=1e-300)
+    for order in (1, 2, 3):
+        got = _d(a.mish, x, order)
+        assert np.isfinite(got).all(), (order, got)
+        keep = np.abs(x) < 100      # jax.nn.mish's own derivatives are NaN at +-1e4
+        np.testing.assert_allclose(got[keep], _d(jax.nn.mish, x[keep], order), rtol=1e-10,
+                                   atol=1e-14)
+    np.testing.assert_allclose(_d(a.mish, [-1e4, 1e4]), [0.0, 1.0], atol=0)
+
+
+@pytest.mark.parametrize("name", ["mish", "celu", "elu", "selu"])
+def test_float32_large_x_every_order_finite(name):
+    x = jnp.asarray([-1e4, -80.0, 80.0, 1e4], jnp.float32)
+    f = getattr(a, name)
+    assert np.isfinite(np.asarray(f(x))).all()
+    g = f
+    for _ in range(3):
+        g = jax.grad(g)
+        assert np.isfinite(np.asarray(jax.vmap(g)(x))).all()
+
+
+def test_swish_is_silu():
+    """An alias: the same function, primitive and manifest entry."""
+    import gradrules
+    assert gradrules.swish is gradrules.silu is a.silu
+    assert gradrules.get_op("swish") is gradrules.get_op("silu")
+    x = np.linspace(-3, 3, 7)
+    np.testing.assert_allclose(gradrules.swish(x), jax.nn.swish(x), rtol=1e-14)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: a.elu(np.ones(2), alpha="1"), "gradrules.elu: alpha must be a Python number"),
+    (lambda: a.celu(np.ones(2), alpha=0.0), "gradrules.celu: alpha must be > 0"),
+    (lambda: a.celu(np.ones(2), alpha=-1.0), "gradrules.celu: alpha must be > 0"),
+    (lambda: a.elu(np.ones(2), alpha=np.inf), "gradrules.elu: alpha must be finite"),
+    (lambda: a.mish(np.array([1, 2])), "gradrules.mish"),
+    (lambda: a.selu("x"), "gradrules.selu"),
+])
+def test_exponential_unit_errors(call, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        call()
+    with pytest.raises((TypeError, ValueError), match=match):
+        jax.jit(lambda: call())()
+
+
+# ------------------------------------------------------------------- clip
+def test_clip_number_bounds_are_one_clamp():
+    import gradrules
+    x = np.array([-2.0, -0.5, 0.5, 2.0])
+    jaxpr = str(jax.make_jaxpr(lambda v: a.clip(v, -1.0, 1.0))(x))
+    assert "clamp[" in jaxpr and "where" not in jaxpr
+    np.testing.assert_array_equal(a.clip(x, -1.0, 1.0), jnp.clip(x, -1.0, 1.0))
+    np.testing.assert_array_equal(a.clip(x, max=0.0), jnp.clip(x, max=0.0))
+    np.testing.assert_array_equal(a.clip(x, min=np.float32(0.0)), jnp.clip(x, min=0.0))
+    ints_ = np.array([-3, 0, 5], np.int32)
+    assert a.clip(ints_, 0, 2).dtype == np.int32
+    np.testing.assert_array_equal(a.clip(ints_, 0, 2), [0, 0, 2])
+    assert gradrules.clip is a.clip
+
+
+def test_clip_array_bounds_broadcast_like_jnp():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-2, 2, (2, 3))
+    lo, hi = np.array([-1.0, -0.5, 0.0]), np.array([[0.5], [1.5]])
+    np.testing.assert_array_equal(a.clip(x, lo, hi), jnp.clip(x, lo, hi))
+    np.testing.assert_array_equal(a.clip(x, lo), jnp.clip(x, lo))
+    np.testing.assert_array_equal(a.clip(x, max=hi), jnp.clip(x, max=hi))
+    np.testing.assert_array_equal(a.clip(0.3, lo, hi), jnp.clip(0.3, lo, hi))
+    # min > max: max everywhere, as jnp.clip
+    np.testing.assert_array_equal(a.clip(x, np.full(3, 1.0), np.full(3, -1.0)),
+                                  np.full((2, 3), -1.0))
+
+
+def test_clip_derivative_is_clamps_at_the_bounds():
+    """Both paths pass the gradient to x at a bound (clamp's rule); an array
+    bound takes it where x is outside."""
+    x = np.array([-1.0, -0.5, 0.1, 0.5, 1.0])
+    np.testing.assert_array_equal(_d(a.clip, x, min=-0.5, max=0.5), [0.0, 1.0, 1.0, 1.0, 0.0])
+    lo, hi = np.full(5, -0.5), np.full(5, 0.5)
+    gx, glo, ghi = jax.grad(lambda *v: a.clip(*v).sum(), (0, 1, 2))(x, lo, hi)
+    np.testing.assert_array_equal(gx, [0.0, 1.0, 1.0, 1.0, 0.0])
+    np.testing.assert_array_equal(glo, [1.0, 0.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(ghi, [0.0, 0.0, 0.0, 0.0, 1.0])
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: a.clip(np.ones(3)), ValueError, "at least one of min and max"),
+    (lambda: a.clip(np.ones(3), np.zeros(2)), ValueError, "gradrules.clip"),
+    (lambda: a.clip(np.ones(3), "0"), TypeError, "gradrules.clip: argument min"),
+    (lambda: a.clip(np.ones(3, np.int32), 0.5), TypeError, "not an integer"),
+])
+def test_clip_errors(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()

@@ -9,7 +9,9 @@ import jax
 import jax.numpy as jnp
 
 from gradrules.core.kernels import Implementation
-from gradrules.primitives.attention import BlockSizes, attention, attention_p
+import gradrules
+from gradrules.primitives.attention import (BlockSizes, attention, attention_p,
+                                            dot_product_attention)
 from gradrules.testing.check import check
 
 
@@ -248,3 +250,86 @@ def test_zero_head_dim_needs_a_scale():
     with pytest.raises(ValueError, match="head_dim is 0"):
         attention(q, q, q)
     np.testing.assert_array_equal(attention(q, q, q, scale=1.0), q)
+
+
+# ------------------------------------------------------ dot_product_attention
+@pytest.mark.parametrize("t,s,unbatched", [(3, 5, False), (5, 3, True)])
+def test_dot_product_attention_is_jax_nns(t, s, unbatched):
+    """Values and gradients (query, key, value, bias) equal jax.nn's, GQA,
+    is_causal aligned top-left as jax.nn when T != S, with a mask and a
+    bias; unbatched [T, N, H] too (T == S: the checker's samples). (jax.nn's
+    softmax is float32: float32 tolerances.)"""
+    rng = np.random.default_rng(10)
+    q, k, v = _qkv(rng, 2, t, s, 4, 2, 8)
+    bias = rng.standard_normal((1, 4, t, s))
+    mask = rng.uniform(size=(2, 1, t, s)) > 0.3
+    mask[..., 0] = True
+    if unbatched:
+        q, k, v, bias, mask = q[0], k[0], v[0], bias[0], mask[0]
+    for kw in ({"is_causal": True}, {"mask": mask, "is_causal": True}):
+        def ours(q, k, v, b, kw=kw):
+            return jnp.sum(jnp.sin(dot_product_attention(q, k, v, b, **kw)))
+
+        def theirs(q, k, v, b, kw=kw):
+            return jnp.sum(jnp.sin(jax.nn.dot_product_attention(q, k, v, b, **kw)))
+
+        np.testing.assert_allclose(dot_product_attention(q, k, v, bias, **kw),
+                                   jax.nn.dot_product_attention(q, k, v, bias, **kw), atol=2e-6)
+        for a, b in zip(jax.grad(ours, (0, 1, 2, 3))(q, k, v, bias),
+                        jax.grad(theirs, (0, 1, 2, 3))(q, k, v, bias)):
+            np.testing.assert_allclose(a, b, atol=2e-5)
+
+
+def test_dot_product_attention_causal_is_top_left_attention_is_bottom_right():
+    """T=2 < S=4: dot_product_attention's first query sees key 0 alone (jax.nn),
+    attention(causal=True)'s sees keys 0..2 (decoding)."""
+    rng = np.random.default_rng(11)
+    q, k, v = _qkv(rng, 1, 2, 4, 1, 1, 4)
+    top_left = dot_product_attention(q, k, v, is_causal=True)
+    np.testing.assert_allclose(top_left[:, 0, 0], v[:, 0, 0], atol=1e-12)
+    bottom_right = attention(q, k, v, causal=True)
+    np.testing.assert_allclose(bottom_right[:, 0:1],
+                               attention(q[:, :1], k[:, :3], v[:, :3]), atol=1e-12)
+    tril = np.tril(np.ones((2, 4), bool))
+    np.testing.assert_allclose(top_left, attention(q, k, v, mask=tril), atol=1e-12)
+
+
+def test_dot_product_attention_binds_attention_and_is_listed():
+    rng = np.random.default_rng(12)
+    q, k, v = _qkv(rng, 1, 3, 3, 2, 2, 2)
+    jaxpr = str(jax.make_jaxpr(lambda q: dot_product_attention(q, k, v, is_causal=True))(q))
+    assert "attention[" in jaxpr and "causal=True" in jaxpr
+    op = gradrules.get_op("dot_product_attention")
+    assert op.primitives == gradrules.get_op("attention").primitives
+    assert gradrules.dot_product_attention is dot_product_attention
+
+
+def test_dot_product_attention_fully_masked_row_is_zero():
+    """The one documented difference: jax.nn gives the mean of the values."""
+    rng = np.random.default_rng(13)
+    q, k, v = _qkv(rng, 1, 2, 3, 1, 1, 2)
+    mask = np.array([[True, False, True], [False, False, False]])
+    out = dot_product_attention(q, k, v, mask=mask)
+    np.testing.assert_array_equal(out[0, 1], 0.0)
+    np.testing.assert_allclose(jax.nn.dot_product_attention(q, k, v, mask=mask)[0, 1, 0],
+                               v[0].mean(0)[0], atol=1e-6)
+    g = jax.grad(lambda q: jnp.sum(dot_product_attention(q, k, v, mask=mask) ** 2))(q)
+    assert np.isfinite(g).all() and np.all(g[0, 1] == 0.0)
+
+
+@pytest.mark.parametrize("args,kw,exc,match", [
+    (((2, 3, 2, 4), (2, 3, 2, 4), (3, 2, 4)), {}, ValueError, "all have rank 4"),
+    (((1, 2, 3, 2, 4),) * 3, {}, ValueError, "all have rank 4"),
+    (((2, 3, 4), (3, 2, 4), (3, 2, 4)), {}, ValueError, "N a multiple of K"),
+    (((2, 3, 3, 4), (2, 5, 2, 4), (2, 5, 2, 4)), {}, ValueError, "N a multiple of K"),
+    (((2, 3, 2, 4), (2, 5, 2, 3), (2, 5, 2, 3)), {}, ValueError, "N a multiple of K"),
+    (((3, 2, 4), (5, 2, 4), (5, 2, 4)), {"is_causal": 1}, TypeError, "is_causal must be a bool"),
+    (((3, 2, 4), (5, 2, 4), (5, 2, 4)), {"is_causal": True, "mask": np.ones((3, 5))},
+     TypeError, "mask"),
+])
+def test_dot_product_attention_bad_input(args, kw, exc, match):
+    arrays = [np.ones(a) for a in args]
+    with pytest.raises(exc, match=rf"gradrules\.dot_product_attention: .*{match}"):
+        dot_product_attention(*arrays, **kw)
+    with pytest.raises(exc, match=match):
+        jax.jit(lambda *a: dot_product_attention(*a, **kw))(*arrays)

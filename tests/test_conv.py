@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from gradrules.primitives.conv import conv2d, conv_transpose2d
+from gradrules.primitives.conv import conv1d, conv2d, conv3d, conv_transpose2d
 
 RNG = np.random.default_rng(0)
 
@@ -131,3 +131,74 @@ def test_conv_transpose2d_bad_input() -> None:
     with pytest.raises(ValueError, match="output_padding"):
         conv_transpose2d(np.zeros((1, 2, 4, 4)), np.zeros((2, 2, 3, 3)), stride=2,
                          output_padding=2)
+
+
+ND_CASES = [
+    (conv1d, "NCW", (2, 4, 7), (6, 2, 3), {"stride": 2, "padding": 1, "groups": 2}),
+    (conv1d, "NCW", (1, 3, 6), (2, 3, 2), {"dilation": 2, "padding": ((2, 0),)}),
+    (conv3d, "NCDHW", (1, 2, 4, 3, 5), (4, 1, 2, 2, 3),
+     {"stride": (1, 2, 2), "padding": "SAME", "dilation": (2, 1, 1), "groups": 2}),
+]
+
+
+@pytest.mark.parametrize("fn, fmt, xs, ws, kw", ND_CASES)
+def test_conv1d_conv3d_match_lax_with_gradients(fn, fmt, xs, ws, kw) -> None:
+    nd = len(xs) - 2
+    x, w, b = _r(*xs), _r(*ws), _r(ws[0])
+
+    def ref(a, k, bias):
+        s, r = kw.get("stride", 1), kw.get("dilation", 1)
+        s, r = ((s,) * nd if isinstance(s, int) else s), ((r,) * nd if isinstance(r, int) else r)
+        p = kw.get("padding", 0)
+        p = ((p, p),) * nd if isinstance(p, int) else p
+        out = lax.conv_general_dilated(a, k, s, p, rhs_dilation=r,
+                                       dimension_numbers=(fmt, "OI" + fmt[2:], fmt),
+                                       feature_group_count=kw.get("groups", 1),
+                                       precision=lax.Precision.HIGHEST)
+        return out + bias.reshape((-1,) + (1,) * nd)
+
+    np.testing.assert_allclose(fn(x, w, b, **kw), ref(x, w, b), rtol=1e-12, atol=1e-12)
+    g = jax.grad(lambda *a: jnp.sum(jnp.sin(fn(*a, **kw))), argnums=(0, 1, 2))(x, w, b)
+    want = jax.grad(lambda *a: jnp.sum(jnp.sin(ref(*a))), argnums=(0, 1, 2))(x, w, b)
+    for a, c in zip(g, want):
+        np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12)
+    # channels last: the same values, moved
+    last = fmt[0] + fmt[2:] + "C"
+    perm = tuple(fmt.index(a) for a in last)
+    np.testing.assert_allclose(fn(np.transpose(x, perm), w, b, data_format=last, **kw),
+                               np.transpose(ref(x, w, b), perm), rtol=1e-12, atol=1e-12)
+
+
+def test_conv1d_conv3d_bad_input() -> None:
+    with pytest.raises(ValueError, match=r"gradrules.conv1d: x must be a 3-D NCW input"):
+        conv1d(np.zeros((1, 2, 5, 5)), np.zeros((1, 2, 3)))
+    with pytest.raises(ValueError, match="data_format must be one of"):
+        conv1d(np.zeros((1, 2, 5)), np.zeros((1, 2, 3)), data_format="NCHW")
+    with pytest.raises(TypeError, match="gradrules.conv3d: stride must be an int or a triple"):
+        conv3d(np.zeros((1, 2, 4, 4, 4)), np.zeros((1, 2, 2, 2, 2)), stride=(1, 2))
+    with pytest.raises(ValueError, match=r"gradrules.conv3d: kernel \(2, 2, 5\).*larger"):
+        jax.jit(conv3d)(np.zeros((1, 2, 4, 4, 4)), np.zeros((1, 2, 2, 2, 5)))
+    with pytest.raises(ValueError, match="divisible by groups"):
+        conv3d(np.zeros((1, 3, 4, 4, 4)), np.zeros((2, 1, 2, 2, 2)), groups=3)
+
+
+@pytest.mark.parametrize("fn, x_shape, w_shape", [
+    (conv2d, "n, 2, 5, 5", (3, 2, 3, 3)),
+    (conv_transpose2d, "n, 2, 4, 4", (2, 3, 3, 3)),
+])
+def test_export_grads_with_a_symbolic_batch_of_images(fn, x_shape, w_shape) -> None:
+    """The checker's ``export`` property vmaps the kernels too, which lax's
+    own convolution cannot export (a symbolic feature-group count), so conv
+    is checked here the way a model exports it: a symbolic batch of images,
+    one kernel; the exported grads equal the direct ones at two batch sizes."""
+    def loss(x, w):
+        return jnp.sum(fn(x, w, padding=1) ** 2)
+    grads = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape(x_shape), np.float32)
+    exported = jax.export.export(grads)(spec, jax.ShapeDtypeStruct(w_shape, np.float32))
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=w_shape).astype(np.float32)
+    for n in (1, 3):
+        x = rng.normal(size=(n,) + spec.shape[1:]).astype(np.float32)
+        for got, want in zip(exported.call(x, w), grads(x, w)):
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

@@ -109,3 +109,40 @@ def test_bad_input() -> None:
     with pytest.raises(ValueError, match=r"gradrules\.silu_rowsplit: limit \(swigluLimit\) "
                                          "applies to activation='silu' only"):
         silu_rowsplit(np.ones((2, 4)), activation="gelu", limit=1.0)
+
+
+# -------------------------------------------------------------------- glu
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_glu_is_jax_nn_glu(axis) -> None:
+    from gradrules.primitives.gated import glu
+    x = np.random.default_rng(5).normal(size=(4, 2, 6))
+    np.testing.assert_allclose(glu(x, axis), jax.nn.glu(x, axis), rtol=1e-14)
+    np.testing.assert_allclose(jax.jacrev(lambda v: glu(v, axis=axis))(x),
+                               jax.jacfwd(lambda v: jax.nn.glu(v, axis))(x), atol=1e-14)
+    h = jax.hessian(lambda v: gr_sum(glu(v, axis=axis)))(x[:2, :, :2])
+    np.testing.assert_allclose(h, jax.hessian(lambda v: jnp.sum(jax.nn.glu(v, axis)))(
+        x[:2, :, :2]), atol=1e-14)
+
+
+def test_glu_batches_along_its_axis() -> None:
+    from gradrules.primitives.gated import glu
+    x = np.random.default_rng(6).normal(size=(3, 4, 5))
+    out = jax.vmap(lambda v: glu(v, axis=1), in_axes=2, out_axes=2)(x)
+    np.testing.assert_allclose(out, jax.nn.glu(x, 1), rtol=1e-14)
+    out = jax.vmap(lambda v: glu(v, axis=-1), in_axes=0)(x[:, :, :4])
+    np.testing.assert_allclose(out, jax.nn.glu(x[:, :, :4], -1), rtol=1e-14)
+
+
+@pytest.mark.parametrize("shape, axis, exc, match", [
+    ((3, 5), -1, ValueError, r"gradrules.glu: axis -1 of x .* even size, got x with shape \(3, 5\)"),
+    ((3, 4), 2, ValueError, "gradrules.glu"),
+    ((), -1, ValueError, "gradrules.glu: x must have at least one axis"),
+])
+def test_glu_errors(shape, axis, exc, match) -> None:
+    from gradrules.primitives.gated import glu
+    with pytest.raises(exc, match=match):
+        glu(np.ones(shape), axis)
+    with pytest.raises(exc, match=match):
+        jax.jit(lambda v: glu(v, axis))(np.ones(shape))
+    with pytest.raises(TypeError, match="gradrules.glu"):
+        glu(np.ones((2, 4), np.int32))

@@ -145,6 +145,54 @@ def test_flip() -> None:
     np.testing.assert_array_equal(lo.flip(X, axis=None), X[::-1, ::-1])
 
 
+@pytest.mark.parametrize("axis", [0, 1, -1, 2])
+def test_stack_is_jax_numpys_and_its_transpose_selects(axis) -> None:
+    xs = [RNG.standard_normal((2, 3)) for _ in range(3)]
+    want = np.stack(xs, axis=axis)
+    np.testing.assert_array_equal(lo.stack(xs, axis=axis), want)
+    ct = RNG.standard_normal(want.shape)
+    fn = lambda *v: lo.stack(v, axis=axis)  # noqa: E731
+    got = jax.linear_transpose(fn, *xs)(ct)
+    for i, g in enumerate(got):
+        np.testing.assert_array_equal(g, np.take(ct, i, axis))
+    names = {e.primitive.name for e in jax.make_jaxpr(jax.linear_transpose(fn, *xs))(ct).jaxpr.eqns}
+    assert names == {"select"}, names
+    assert lo.stack((np.float64(1.0), 2)).dtype == np.float64
+
+
+@pytest.mark.parametrize("shift, axis", [
+    (1, None), (-7, None), (2, 0), (-1, -1), ((1, 2), (0, 1)), ((1, -3, 2), (1, 0, 1)),
+    (3, (0, 1)), ((1, 2), 1), (0, 1), (4, 0)])
+def test_roll_is_jax_numpys_and_its_transpose_rolls_back(shift, axis) -> None:
+    x = RNG.standard_normal((3, 4))
+    want = np.roll(x, shift, axis)
+    np.testing.assert_array_equal(lo.roll(x, shift, axis), want)
+    fn = lambda v: lo.roll(v, shift, axis)  # noqa: E731
+    (g,) = jax.linear_transpose(fn, x)(want)
+    np.testing.assert_array_equal(g, x)
+    names = {e.primitive.name for e in jax.make_jaxpr(jax.linear_transpose(fn, x))(want)
+             .jaxpr.eqns}
+    assert "roll" in names and not names & {"gather", "scatter_add", "dot_general"}, names
+
+
+def test_roll_of_an_empty_axis_and_of_a_scalar() -> None:
+    np.testing.assert_array_equal(lo.roll(np.ones((0, 2)), 3, 0), np.ones((0, 2)))
+    np.testing.assert_array_equal(lo.roll(np.float64(2.0), 1), 2.0)
+
+
+def test_roll_and_stack_vmap_bind_once() -> None:
+    x = RNG.standard_normal((2, 3, 4))
+    for name, fn, args in (("roll", lambda v: lo.roll(v, (1, 2), (0, 1)), (x,)),
+                           ("stack", lambda u, v: lo.stack([u, v], axis=-1), (x, x + 1))):
+        for axis in (0, 1, 2):
+            vfn = jax.vmap(fn, in_axes=axis)
+            assert sum(e.primitive.name == name
+                       for e in jax.make_jaxpr(vfn)(*args).jaxpr.eqns) == 1
+            loop = np.stack([fn(*[np.take(a, i, axis) for a in args])
+                             for i in range(x.shape[axis])])
+            np.testing.assert_array_equal(vfn(*args), loop)
+
+
 # -------------------------------------------------------------- bad input
 @pytest.mark.parametrize("op,fn,msg", [
     ("tensor_unfold", lambda: lo.tensor_unfold(X, axis=0, size=2, step=0),
@@ -171,6 +219,12 @@ def test_flip() -> None:
     ("tensor_unfold", lambda: lo.tensor_unfold(X, axis=2, size=1, step=1),
      "axis=2 is out of range"),
     ("repeat", lambda: lo.repeat(X, repeats=1, axis=-3), "axis=-3 is out of range"),
+    ("stack", lambda: lo.stack([X, np.ones((4, 3))]),
+     r"arrays\[1\] with shape \(4, 3\) differs from arrays\[0\] with shape \(3, 4\)"),
+    ("stack", lambda: lo.stack([X, X], axis=3), "axis=3 is out of range"),
+    ("roll", lambda: lo.roll(X, (1, 2, 3), (0, 1)), r"shift \(1, 2, 3\) and axis \(0, 1\) do "
+                                                  "not broadcast"),
+    ("roll", lambda: lo.roll(X, 1, 2), "axis=2 is out of range"),
 ])
 def test_bad_input_is_a_value_error_naming_the_op(op, fn, msg) -> None:
     with pytest.raises(ValueError, match=rf"gradrules.{op}: {msg}"):
@@ -180,6 +234,9 @@ def test_bad_input_is_a_value_error_naming_the_op(op, fn, msg) -> None:
 @pytest.mark.parametrize("op,fn,msg", [
     ("tile", lambda: lo.tile(X, repeat_times=(2.0,)), "repeat_times must hold ints"),
     ("pad", lambda: lo.pad(X, 1.5), "pad_width must hold ints"),
+    ("stack", lambda: lo.stack(X), "arrays must be a non-empty list or tuple of arrays"),
+    ("roll", lambda: lo.roll(X, 1.5), "shift must hold ints"),
+    ("roll", lambda: jax.jit(lambda x, s: lo.roll(x, s))(X, 1), "shift must be a static int"),
 ])
 def test_bad_types_are_a_type_error_naming_the_op(op, fn, msg) -> None:
     with pytest.raises(TypeError, match=rf"gradrules.{op}: {msg}"):

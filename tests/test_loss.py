@@ -1,4 +1,5 @@
-"""cross_entropy, fused_linear_cross_entropy and nll_loss: ignore_index on
+"""cross_entropy, fused_linear_cross_entropy, nll_loss and
+softmax_cross_entropy: ignore_index on
 every token, out-of-range labels eagerly and under jit, -inf logits, the
 chunked CPU path against cross_entropy(h @ w), float32 accumulation, memory
 of the compiled gradient, and bad input."""
@@ -13,7 +14,7 @@ from gradrules.primitives import _loss_xla
 from gradrules.core.kernels import Implementation
 from gradrules.primitives.loss import (_cross_entropy_reference, cross_entropy,
                                        fused_linear_cross_entropy, fused_linear_cross_entropy_p,
-                                       nll_loss)
+                                       nll_loss, softmax_cross_entropy)
 
 rng = np.random.default_rng(0)
 LOGITS = rng.normal(size=(5, 7))
@@ -320,3 +321,94 @@ def test_bad_shapes_and_params() -> None:
         nll_loss(LOGITS, LABELS, weight=np.ones(6))
     with pytest.raises(ValueError, match="logits must have a class axis"):
         cross_entropy(np.float64(1.0), np.int32(0))
+
+
+# --------------------------------------------------------- softmax_cross_entropy
+def _optax(logits, labels):
+    return -jnp.sum(labels * jax.nn.log_softmax(logits, axis=-1), axis=-1)
+
+
+PROBS = rng.uniform(0.1, 1.0, (5, 7))
+PROBS /= PROBS.sum(-1, keepdims=True)
+
+
+def test_softmax_cross_entropy_is_optaxs_with_both_derivatives() -> None:
+    """Per example, no reduction; d/dlogits = sum(labels) softmax - labels,
+    d/dlabels = -log_softmax, to the hessian; one-hot labels equal
+    cross_entropy(reduction='none')."""
+    loss = softmax_cross_entropy(LOGITS, PROBS)
+    assert loss.shape == (5,)
+    np.testing.assert_allclose(loss, _optax(LOGITS, PROBS), rtol=1e-12)
+    scale = 2 * PROBS
+
+    def f(fn):
+        return lambda x, y: jnp.sum(jnp.sin(fn(x, y)))
+
+    gx, gy = jax.grad(f(softmax_cross_entropy), (0, 1))(LOGITS, scale)
+    wx, wy = jax.grad(f(_optax), (0, 1))(LOGITS, scale)
+    np.testing.assert_allclose(gx, wx, rtol=1e-10)
+    np.testing.assert_allclose(gy, wy, rtol=1e-10)
+    c = np.cos(_optax(LOGITS, scale))[:, None]
+    np.testing.assert_allclose(gx, c * (2 * jax.nn.softmax(LOGITS) - scale), rtol=1e-10)
+    np.testing.assert_allclose(gy, -c * jax.nn.log_softmax(LOGITS), rtol=1e-10)
+    _all_close(jax.hessian(f(softmax_cross_entropy), (0, 1))(LOGITS[:2], scale[:2]),
+               jax.hessian(f(_optax), (0, 1))(LOGITS[:2], scale[:2]))
+    onehot = np.eye(7)[[0, 6, 2, 3, 3]]
+    np.testing.assert_allclose(softmax_cross_entropy(LOGITS, onehot),
+                               cross_entropy(LOGITS, np.array([0, 6, 2, 3, 3]),
+                                             reduction="none"), rtol=1e-12)
+
+
+def test_softmax_cross_entropy_is_linear_in_the_labels() -> None:
+    f = lambda y: softmax_cross_entropy(LOGITS, y)  # noqa: E731
+    ct = np.arange(1.0, 6.0)
+    (yt,) = jax.linear_transpose(f, PROBS)(ct)
+    np.testing.assert_allclose(np.vdot(f(PROBS), ct), np.vdot(PROBS, yt), rtol=1e-12)
+    got = jax.vmap(softmax_cross_entropy, in_axes=(None, 0))(LOGITS, np.stack([PROBS, 2 * PROBS]))
+    np.testing.assert_allclose(got, [_optax(LOGITS, PROBS), 2 * _optax(LOGITS, PROBS)],
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_softmax_cross_entropy_is_stable_for_huge_logits(dtype) -> None:
+    x = jnp.asarray([[3e38, 3e38, -3e38], [1e4, 0.0, -1e4]], dtype)
+    y = jnp.asarray([[0.5, 0.5, 0.0], [0.0, 1.0, 0.0]], dtype)
+    loss = softmax_cross_entropy(x, y)
+    assert loss.dtype == jnp.dtype(dtype)
+    np.testing.assert_allclose(np.asarray(loss, np.float32), [np.log(2.0), 1e4], rtol=1e-2)
+    g = jax.grad(lambda a: jnp.sum(softmax_cross_entropy(a, y).astype(jnp.float32)))(x)
+    np.testing.assert_allclose(np.asarray(g, np.float32), [[0, 0, 0], [1, -1, 0]], atol=1e-2)
+
+
+def test_softmax_cross_entropy_leaves_out_minus_inf_logits() -> None:
+    """A class whose logit is -inf (its label 0) adds nothing: finite loss
+    and derivatives in both operands, never NaN (optax: 0 * -inf)."""
+    x = LOGITS.copy()
+    x[0, 2] = x[3, :4] = -np.inf
+    x[4, :] = -np.inf
+    y = PROBS.copy()
+    y[0, 2] = 0.0
+    y[3, :4] = 0.0
+    y[4] = 0.0
+    loss = softmax_cross_entropy(x, y)
+    finite = np.isfinite(x)
+    want = -np.sum(np.where(finite, y * jax.nn.log_softmax(x), 0.0), -1)
+    np.testing.assert_allclose(loss, np.where(np.isnan(want), 0.0, want), rtol=1e-12)
+    assert loss[4] == 0.0
+    f = lambda a, b: jnp.sum(jnp.sin(softmax_cross_entropy(a, b)))  # noqa: E731
+    for d in (jax.grad, jax.jacfwd, jax.jacrev, jax.hessian):
+        out = d(f, (0, 1))(x, y)
+        assert all(np.isfinite(o).all() for o in jax.tree_util.tree_leaves(out))
+    gx, gy = jax.grad(f, (0, 1))(x, y)
+    assert np.all(gx[~finite] == 0.0) and np.all(gy[~finite] == 0.0)
+
+
+def test_softmax_cross_entropy_bad_input() -> None:
+    with pytest.raises(ValueError, match=r"gradrules\.softmax_cross_entropy: labels must have "
+                                         r"the shape of logits"):
+        softmax_cross_entropy(LOGITS, PROBS[:, :3])
+    with pytest.raises(ValueError, match=r"gradrules\.softmax_cross_entropy: labels must have"):
+        softmax_cross_entropy(np.float64(1.0), np.float64(1.0))
+    with pytest.raises(TypeError, match=r"gradrules\.softmax_cross_entropy: argument logits "
+                                        r"must have a floating dtype"):
+        jax.jit(softmax_cross_entropy)(np.arange(3), np.arange(3))

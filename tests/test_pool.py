@@ -10,7 +10,8 @@ import pytest
 
 from gradrules.bench import compiled_costs
 from gradrules.primitives._separable import Dilated, Repeat, Taps, Window
-from gradrules.primitives.pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from gradrules.primitives.pool import (adaptive_avg_pool2d, avg_pool2d, avg_pool3d, max_pool2d,
+                                      max_pool3d)
 from gradrules.primitives.resample import upsample2d
 
 RNG = np.random.default_rng(0)
@@ -109,6 +110,39 @@ def test_max_pool2d_is_one_primitive_whose_tangent_is_take_along_axis() -> None:
                                np.stack([jax.grad(f)(a) for a in xs]), rtol=1e-12)
 
 
+def test_pool3d_values_indices_and_gradients() -> None:
+    x = RNG.standard_normal((2, 3, 4, 5, 3))
+    kw = dict(kernel_size=(2, 3, 2), stride=(2, 1, 1), padding=(1, 1, 0))
+    values, indices = max_pool3d(x, **kw)
+    assert values.shape == (2, 3, 3, 5, 2) and indices.dtype == jnp.int32
+    # torch's indices: the flat position (d H + h) W + w in the input volume
+    flat = x.reshape(2, 3, -1)
+    np.testing.assert_array_equal(np.take_along_axis(flat, indices.reshape(2, 3, -1), 2),
+                                  values.reshape(2, 3, -1))
+    # window (1, 2, 0) of example 0, channel 1 covers d 1..2, h 1..3, w 0..1
+    window = x[0, 1, 1:3, 1:4, 0:2]
+    assert values[0, 1, 1, 2, 0] == window.max()
+    d, h, w = np.unravel_index(window.argmax(), window.shape)
+    assert indices[0, 1, 1, 2, 0] == ((d + 1) * 5 + h + 1) * 3 + w
+    # the gradient goes to the argmax: lax.reduce_window's own
+    win = (1, 1) + kw["kernel_size"]
+    pads = ((0, 0), (0, 0)) + tuple((p, p) for p in kw["padding"])
+
+    def ref_max(a):
+        return jax.lax.reduce_window(a, -jnp.inf, jax.lax.max, win, (1, 1, 2, 1, 1), pads)
+
+    g = jax.grad(lambda a: jnp.sum(jnp.sin(max_pool3d(a, **kw)[0])))(x)
+    np.testing.assert_allclose(g, jax.grad(lambda a: jnp.sum(jnp.sin(ref_max(a))))(x),
+                               rtol=1e-12)
+    # average: zero padding counted in the divisor; the transpose is the adjoint
+    avg = avg_pool3d(x, **kw)
+    ref = jax.lax.reduce_window(x, 0.0, jax.lax.add, win, (1, 1, 2, 1, 1), pads) / 12
+    np.testing.assert_allclose(avg, ref, rtol=1e-12)
+    y = RNG.standard_normal(avg.shape)
+    (t,) = jax.linear_transpose(lambda a: avg_pool3d(a, **kw), x)(y)
+    np.testing.assert_allclose(np.vdot(t, x), np.vdot(y, avg), rtol=1e-12)
+
+
 BAD = [
     (avg_pool2d, {"kernel_size": 4}, (1, 1, 3, 3), ValueError,
      r"gradrules.avg_pool2d: kernel_size \(4, 4\) is larger than the padded input"),
@@ -119,6 +153,12 @@ BAD = [
     (max_pool2d, {"kernel_size": 2, "stride": 0}, (1, 1, 5, 5), ValueError, "stride must be >= 1"),
     (max_pool2d, {"kernel_size": 2.0}, (1, 1, 5, 5), TypeError, "kernel_size must be an int"),
     (avg_pool2d, {"kernel_size": 2}, (5, 5), ValueError, r"x must be a 4-D .* shape \(5, 5\)"),
+    (max_pool3d, {"kernel_size": 2}, (1, 1, 5, 5), ValueError,
+     r"gradrules.max_pool3d: x must be a 5-D \[N, C, D, H, W\]"),
+    (avg_pool3d, {"kernel_size": (2, 2)}, (1, 1, 3, 3, 3), TypeError,
+     "kernel_size must be an int or a triple"),
+    (avg_pool3d, {"kernel_size": (2, 2, 4)}, (1, 1, 3, 3, 3), ValueError,
+     r"gradrules.avg_pool3d: kernel_size \(2, 2, 4\) is larger"),
     (adaptive_avg_pool2d, {"output_size": 0}, (1, 1, 5, 5), ValueError,
      "output_size must be >= 1"),
     (adaptive_avg_pool2d, {"output_size": (1, 2, 3)}, (1, 1, 5, 5), ValueError,

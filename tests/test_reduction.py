@@ -245,3 +245,100 @@ def test_moments_read_x_as_often_as_jax_numpy(name) -> None:
     assert c.bytes_accessed <= 1.1 * r.bytes_accessed
     assert c.temp_bytes <= r.temp_bytes + 2**12
     np.testing.assert_allclose(np.asarray(ours(x)), np.asarray(ref(x)), rtol=2e-5, atol=1e-6)
+
+
+# ------------------------------------------------------ positional axis, where=
+WHERE_X = np.random.default_rng(7).uniform(-1, 1, (2, 3, 4))
+WHERE = np.random.default_rng(8).uniform(size=(2, 3, 4)) > 0.4
+WHERE[:, :, :2] = True
+WHERE[0, 1, :] = False                           # a slice with nothing selected
+JNP = {"sum": jnp.sum, "mean": jnp.mean, "prod": jnp.prod, "max": jnp.max, "min": jnp.min,
+       "var": jnp.var, "std": jnp.std, "logsumexp": jax.nn.logsumexp}
+EXTRA = {"max": {"initial": 0.25}, "min": {"initial": -0.25}, "var": {"correction": 1},
+         "std": {"correction": 1}}
+
+
+@pytest.mark.parametrize("name", list(JNP))
+def test_axis_positional_and_as_a_tuple(name) -> None:
+    fn, ref, kw = getattr(red, name), JNP[name], EXTRA.get(name, {})
+    for axis in (0, -1, (0, 2), (1,), None):
+        np.testing.assert_allclose(fn(WHERE_X, axis, **kw), ref(WHERE_X, axis, **kw),
+                                   rtol=1e-12)
+    np.testing.assert_allclose(fn(WHERE_X, axis=(0, 2), keepdims=True, **kw),
+                               ref(WHERE_X, axis=(0, 2), keepdims=True, **kw), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(JNP))
+@pytest.mark.parametrize("axis,where", [(-1, WHERE), ((0, 2), WHERE[:1, :, :1])])
+def test_where_matches_jax_numpy_with_zero_derivatives_outside(name, axis, where) -> None:
+    """Values as jax.numpy (NaN, -inf, initial where nothing is selected);
+    grad, jacfwd and the hessian are finite and 0 at the excluded entries."""
+    fn, ref, kw = getattr(red, name), JNP[name], {**EXTRA.get(name, {}), "where": where}
+    got, want = fn(WHERE_X, axis, **kw), ref(WHERE_X, axis, **kw)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    excluded = ~np.broadcast_to(where, WHERE_X.shape)
+    weights = np.arange(1.0, 1.0 + np.size(want)).reshape(np.shape(want))
+
+    def f(x):
+        out = fn(x, axis, **kw)
+        return jnp.sum(jnp.where(jnp.isfinite(out), out, 0.0) * weights)
+
+    def f_ref(x):
+        out = ref(x, axis, **kw)
+        return jnp.sum(jnp.where(jnp.isfinite(out), out, 0.0) * weights)
+
+    g = jax.grad(f)(WHERE_X)
+    assert np.isfinite(g).all() and np.all(g[excluded] == 0.0)
+    if name not in ("max", "min"):            # jnp's max, min: other tie conventions
+        want = jax.grad(f_ref)(WHERE_X)       # NaN for var and std where nothing is selected
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(g[finite], want[finite], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(jax.jacfwd(f)(WHERE_X), g, rtol=1e-12, atol=1e-15)
+    h = jax.hessian(f)(WHERE_X)
+    assert np.isfinite(h).all() and np.all(h[excluded] == 0.0)
+
+
+def test_where_keeps_sum_and_mean_linear() -> None:
+    """The transpose of sum and mean with where= (jax.linear_transpose):
+    <A x, y> == <x, A^T y>, and A^T y is 0 at the excluded entries."""
+    for fn in (red.sum, red.mean):
+        where = WHERE[1]
+        f = lambda x, fn=fn: fn(x, 1, where=where)  # noqa: E731
+        y = np.arange(1.0, 4.0)
+        (xt,) = jax.linear_transpose(f, WHERE_X[1])(y)
+        np.testing.assert_allclose(np.vdot(f(WHERE_X[1]), y), np.vdot(WHERE_X[1], xt),
+                                   rtol=1e-12)
+        assert np.all(xt[~where] == 0.0)
+
+
+def test_where_under_vmap_and_jit() -> None:
+    f = jax.jit(jax.vmap(lambda x, w: red.std(x, -1, where=w)))
+    np.testing.assert_allclose(f(WHERE_X, WHERE), jnp.std(WHERE_X, -1, where=WHERE,
+                                                          correction=1), rtol=1e-12)
+
+
+def test_max_min_initial_as_jax_numpy() -> None:
+    for fn, ref in ((red.max, jnp.max), (red.min, jnp.min)):
+        np.testing.assert_allclose(fn(WHERE_X, 1, initial=0.1), ref(WHERE_X, 1, initial=0.1))
+        np.testing.assert_array_equal(fn(np.ones((0, 3)), 0, initial=2.0), [2.0] * 3)
+        assert fn(np.arange(6, dtype=np.int32), where=np.arange(6) < 3, initial=1) == \
+            ref(np.arange(6, dtype=np.int32), where=np.arange(6) < 3, initial=1)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_where_needs_initial(name) -> None:
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: where= needs initial="):
+        getattr(red, name)(WHERE_X, where=WHERE)
+
+
+@pytest.mark.parametrize("name", list(JNP))
+def test_bad_where(name) -> None:
+    fn, kw = getattr(red, name), EXTRA.get(name, {})
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: where must be a bool array, "
+                                        r"got dtype float64"):
+        fn(WHERE_X, where=np.ones(4), **kw)
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: where with shape \(3, 3\) "
+                                         r"does not broadcast to the shape \(2, 3, 4\) of x"):
+        fn(WHERE_X, where=np.ones((3, 3), bool), **kw)
+    with pytest.raises(ValueError, match=r"does not broadcast"):
+        fn(WHERE_X[0], where=WHERE, **kw)

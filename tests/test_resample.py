@@ -1,14 +1,14 @@
 """resample: torch's upsampling rules (nearest, bilinear, align_corners both
 ways), the transposes as exact adjoints, pixel shuffles and patch tokens,
-grid_sample2d's values, zero padding and grid gradient, and bad input."""
+and bad input (grid_sample: tests/test_grid.py)."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gradrules.primitives.resample import (grid_sample2d, patchify, pixel_shuffle,
-                                           pixel_unshuffle, unpatchify, upsample2d)
+from gradrules.primitives.resample import (patchify, pixel_shuffle, pixel_unshuffle,
+                                           unpatchify, upsample2d)
 
 RNG = np.random.default_rng(0)
 X22 = np.array([[1.0, 2.0], [3.0, 4.0]]).reshape(1, 1, 2, 2)
@@ -74,32 +74,6 @@ def test_unpatchify_layout_and_inverse() -> None:
         patchify(img, grid_h=2, grid_w=3, patch_size=2, channels=1), tokens)
 
 
-def test_grid_sample_points() -> None:
-    x = np.arange(1.0, 5.0).reshape(1, 1, 2, 2)
-    grid = np.array([[[[0.0, 0.0], [-1.0, -1.0], [1.0, 1.0], [-3.0, 0.0]]]])
-    out = grid_sample2d(x, grid)
-    # centre: mean; corners of the image at half-pixel offsets meet zero padding
-    np.testing.assert_allclose(out[0, 0, 0], [2.5, 0.25, 1.0, 0.0], rtol=1e-12)
-    out = grid_sample2d(x, grid, align_corners=True)
-    np.testing.assert_allclose(out[0, 0, 0], [2.5, 1.0, 4.0, 0.0], rtol=1e-12)
-
-
-def test_grid_sample_gradients_match_autodiff_of_the_formula() -> None:
-    from gradrules.primitives.resample import grid_sample2d_reference
-    x = RNG.standard_normal((2, 3, 4, 5))
-    grid = RNG.uniform(-1.1, 1.1, (2, 3, 2, 2))
-    for ac in (False, True):
-        def loss(f):
-            return lambda a, g: jnp.sum(jnp.sin(f(a, g, align_corners=ac)))
-        ours = jax.grad(loss(grid_sample2d), argnums=(0, 1))(x, grid)
-        ref = jax.grad(loss(grid_sample2d_reference), argnums=(0, 1))(x, grid)
-        for a, b in zip(ours, ref):
-            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-        h = jax.hessian(loss(grid_sample2d), argnums=1)(x, grid)
-        h_ref = jax.hessian(loss(grid_sample2d_reference), argnums=1)(x, grid)
-        np.testing.assert_allclose(h, h_ref, rtol=1e-10, atol=1e-10)
-
-
 BAD = [
     (upsample2d, {"size": 4, "scale_factor": 2}, (1, 1, 2, 2), ValueError,
      "exactly one of size and scale_factor"),
@@ -124,10 +98,3 @@ BAD = [
 def test_bad_input(fn, kw, shape, exc, match) -> None:
     with pytest.raises(exc, match=match):
         jax.eval_shape(lambda x: fn(x, **kw), np.zeros(shape))
-
-
-def test_grid_sample_bad_input() -> None:
-    with pytest.raises(ValueError, match=r"gradrules.grid_sample2d: .*grid \[N, Ho, Wo, 2\]"):
-        grid_sample2d(np.zeros((1, 1, 3, 3)), np.zeros((1, 2, 2, 3)))
-    with pytest.raises(ValueError, match="grid with shape"):
-        grid_sample2d(np.zeros((2, 1, 3, 3)), np.zeros((1, 2, 2, 2)))

@@ -150,3 +150,72 @@ def test_bad_recurrence_input() -> None:
         sc.linear_recurrence(jnp.ones(3, jnp.int32), jnp.ones(3, jnp.int32), axis=0)
     with pytest.raises(TypeError, match=r"gradrules\.cumprod: exclusive must be a bool"):
         sc.cumprod(jnp.ones(3), axis=0, exclusive=None)
+
+
+# ------------------------------------------------------------ logcumsumexp
+@pytest.mark.parametrize("axis", [0, -1])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_logcumsumexp_values_and_derivatives(axis, reverse) -> None:
+    """Against lax.cumlogsumexp: values, the Jacobian both ways, the Hessian of
+    one entry (the recurrence's coefficients depend on x too)."""
+    x = np.random.default_rng(3).normal(size=(4, 3)) * 3
+
+    def ours(v):
+        return sc.logcumsumexp(v, axis=axis, reverse=reverse)
+
+    def ref(v):
+        return jax.lax.cumlogsumexp(v, axis % 2, reverse)
+    np.testing.assert_allclose(ours(x), ref(x), rtol=1e-13)
+    np.testing.assert_allclose(jax.jacfwd(ours)(x), jax.jacfwd(ref)(x), atol=1e-13)
+    np.testing.assert_allclose(jax.jacrev(ours)(x), jax.jacfwd(ref)(x), atol=1e-13)
+    np.testing.assert_allclose(jax.hessian(lambda v: ours(v)[2, 1])(x),
+                               jax.hessian(lambda v: ref(v)[2, 1])(x), atol=1e-12)
+
+
+def test_logcumsumexp_with_minus_inf_and_huge_entries() -> None:
+    """Leading -inf: the output is -inf and its weights 0 (lax.cumlogsumexp's
+    derivative is NaN there); a -inf later gets weight 0; +-1e4 in float32
+    give finite values and derivatives of every order tried."""
+    x = np.array([-np.inf, -np.inf, 0.0, -np.inf, 1.0])
+    out = sc.logcumsumexp(x, axis=0)
+    np.testing.assert_allclose(out, [-np.inf, -np.inf, 0.0, 0.0, np.log1p(np.e)])
+    jac = np.asarray(jax.jacfwd(lambda v: sc.logcumsumexp(v, axis=0))(x))
+    assert np.isfinite(jac).all()
+    np.testing.assert_array_equal(jac[:2], 0.0)
+    np.testing.assert_allclose(jac[3], [0, 0, 1, 0, 0])
+    s = 1 / (1 + np.e)
+    np.testing.assert_allclose(jac[4], [0, 0, s, 0, 1 - s], rtol=1e-14)
+    np.testing.assert_allclose(jax.jacrev(lambda v: sc.logcumsumexp(v, axis=0))(x), jac)
+    big = jnp.asarray([-1e4, 3.0, 1e4, -2.0, 1e4], jnp.float32)
+    f = lambda v: gr_sum(sc.logcumsumexp(v, axis=0))  # noqa: E731
+    assert np.isfinite(np.asarray(sc.logcumsumexp(big, axis=0))).all()
+    for g in (jax.grad(f), jax.jacfwd(jax.grad(f)), jax.hessian(jax.grad(lambda v: f(v)))):
+        assert np.isfinite(np.asarray(g(big))).all()
+    # out_4 = 1e4 + log 2 is rounded to float32's spacing at 1e4 (1e-3)
+    np.testing.assert_allclose(jax.grad(f)(big), [1, 1, 2.5, 0, 0.5], atol=2e-3)
+
+
+def test_logcumsumexp_jvp_is_a_linear_recurrence_and_transposes() -> None:
+    """The tangent map binds linear_recurrence (no exp of x - a shift that
+    could overflow); vmap of the gradient over any axis matches a loop."""
+    x = np.random.default_rng(4).normal(size=(3, 5))
+    jaxpr = jax.make_jaxpr(lambda v, t: jax.jvp(
+        lambda u: sc.logcumsumexp(u, axis=1), (v,), (t,)))(x, x)
+    names = {e.primitive.name for e in iter_eqns(jaxpr.jaxpr)}
+    assert "linear_recurrence" in names and "cumsum" not in names
+    g = jax.vmap(jax.grad(lambda v: gr_sum(sc.logcumsumexp(v, axis=0) ** 2)), in_axes=1,
+                 out_axes=1)(x)
+    loop = np.stack([jax.grad(lambda v: gr_sum(sc.logcumsumexp(v, axis=0) ** 2))(x[:, j])
+                     for j in range(5)], 1)
+    np.testing.assert_allclose(g, loop, rtol=1e-13)
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: sc.logcumsumexp(np.ones(3, np.int32), axis=0), TypeError, "logcumsumexp"),
+    (lambda: sc.logcumsumexp(np.ones((2, 3)), axis=2), ValueError, "logcumsumexp"),
+    (lambda: sc.logcumsumexp(np.float64(1.0), axis=0), ValueError, "logcumsumexp"),
+    (lambda: sc.logcumsumexp(np.ones(3), axis=0, reverse=1), TypeError, "reverse"),
+])
+def test_logcumsumexp_errors(call, exc, match) -> None:
+    with pytest.raises(exc, match=match):
+        call()

@@ -31,6 +31,19 @@ def test_moveaxis_and_unsqueeze() -> None:
     assert sh.squeeze(np.ones((1, 2, 1))).shape == (2,)
 
 
+@pytest.mark.parametrize("source, destination", [
+    (0, -1), (-1, 0), ((0, 1), (2, 0)), ((2, 0), (0, 1)), ((), ()), ([3, 1], [0, 3])])
+def test_moveaxis_is_jax_numpys_and_one_transpose(source, destination) -> None:
+    x = np.arange(24.0).reshape(1, 2, 3, 4)
+    want = jax.numpy.moveaxis(x, source, destination)
+    np.testing.assert_array_equal(sh.moveaxis(x, source, destination), want)
+    fn = lambda v: sh.moveaxis(v, source, destination)  # noqa: E731
+    names = [e.primitive.name for e in jax.make_jaxpr(fn)(x).jaxpr.eqns]
+    assert names == ([] if source == () else ["transpose"])
+    (g,) = jax.linear_transpose(fn, x)(want)
+    np.testing.assert_array_equal(g, x)
+
+
 @pytest.mark.parametrize("op,fn,msg", [
     ("reshape", lambda: sh.reshape(X, (4, 2)), r"cannot reshape x with shape \(2, 3\)"),
     ("reshape", lambda: sh.reshape(X, (-1, -1)), r"invalid shape \(-1, -1\)"),
@@ -48,7 +61,13 @@ def test_moveaxis_and_unsqueeze() -> None:
     ("expand_dims", lambda: sh.expand_dims(X, axis=3), "axis=3 is out of range"),
     ("squeeze", lambda: sh.squeeze(X, axis=0), r"axis \[0\] of x with shape \(2, 3\) does not "
                                                "have size 1"),
-    ("moveaxis", lambda: sh.moveaxis(X, 2, 0), "axis=2 is out of range"),
+    ("moveaxis", lambda: sh.moveaxis(X, 2, 0), "source=2 is out of range"),
+    ("moveaxis", lambda: sh.moveaxis(X, (0, -2), (0, 1)),
+     r"repeated axis in source=\(0, -2\) for x with shape \(2, 3\)"),
+    ("moveaxis", lambda: sh.moveaxis(X, (0, 1), (1, 1)), r"repeated axis in destination"),
+    ("moveaxis", lambda: sh.moveaxis(X, (0, 1), 1),
+     r"source=\(0, 1\) and destination=1 must name as many axes"),
+    ("moveaxis", lambda: sh.moveaxis(np.float64(1.0), 0, 0), "x must have at least one axis"),
 ])
 def test_bad_input_is_a_value_error_naming_the_op(op, fn, msg) -> None:
     with pytest.raises(ValueError, match=rf"gradrules.{op}: {msg}"):
@@ -61,6 +80,7 @@ def test_bad_input_is_a_value_error_naming_the_op(op, fn, msg) -> None:
     ("transpose", lambda: sh.transpose(X, (0.0, 1)), "axes must be an int"),
     ("squeeze", lambda: sh.squeeze(np.ones((1, 2)), axis=0.0), "axis must be None, an int or"),
     ("expand_dims", lambda: sh.expand_dims(X, axis="0"), "axis must be None, an int or"),
+    ("moveaxis", lambda: sh.moveaxis(X, 0.0, 1), "source must hold ints"),
 ])
 def test_bad_types_are_a_type_error_naming_the_op(op, fn, msg) -> None:
     with pytest.raises(TypeError, match=rf"gradrules.{op}: {msg}"):

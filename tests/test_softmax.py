@@ -12,6 +12,9 @@ from gradrules.primitives.compare import where
 from gradrules.primitives.reduction import sum as gr_sum
 from gradrules.primitives.softmax import log_softmax, softmax
 
+WHERE = np.array([[True, False, True, True], [True, True, False, False],
+                  [False, False, False, False]])
+
 X = jnp.array([[1.0, -jnp.inf, 0.5, 2.0],
                [-jnp.inf, -jnp.inf, -jnp.inf, -jnp.inf],
                [0.3, 0.1, -0.2, 0.0]])
@@ -85,7 +88,14 @@ def test_bad_input(fn) -> None:
                                          "array of rank 2"):
         fn(jnp.ones((2, 3)), axis=2)
     with pytest.raises(TypeError, match=rf"gradrules\.{name}: axis must be an int"):
-        fn(jnp.ones((2, 3)), axis=(0, 1))
+        fn(jnp.ones((2, 3)), axis=1.0)
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: repeated axis"):
+        fn(jnp.ones((2, 3)), axis=(1, -1))
+    with pytest.raises(TypeError, match=rf"gradrules\.{name}: where must be a bool array"):
+        fn(jnp.ones((2, 3)), where=jnp.ones((2, 3)))
+    with pytest.raises(ValueError, match=rf"gradrules\.{name}: where with shape \(3,\) does "
+                                         r"not broadcast to the shape \(2, 4\) of x"):
+        fn(jnp.ones((2, 4)), -1, jnp.ones(3, bool))
     with pytest.raises(TypeError, match="complex input is not supported"):
         fn(jnp.ones(3, jnp.complex64))
 
@@ -103,3 +113,48 @@ def test_rows_of_huge_values_are_normalised_by_their_maximum(value) -> None:
         assert bool(jnp.isfinite(g).all())
     g = jax.grad(lambda v: jnp.sum(softmax(v)[:, 0]))(x)
     np.testing.assert_allclose(g[0], [0.16, -0.04, -0.04, -0.04, -0.04], atol=1e-6)
+
+
+@pytest.mark.parametrize("fn, ref", [(softmax, jax.nn.softmax),
+                                     (log_softmax, jax.nn.log_softmax)])
+def test_axis_positional_and_as_a_tuple_as_jax_nn(fn, ref) -> None:
+    x = jnp.asarray(np.random.default_rng(2).normal(size=(2, 3, 4)))
+    for axis in (1, (0, 2), (2, 0), (-1,), None, (0, 1, 2)):
+        np.testing.assert_allclose(fn(x, axis), ref(x, axis), rtol=1e-12)
+    g = jax.grad(lambda v: jnp.sum(jnp.sin(fn(v, (0, 2)))))(x)
+    np.testing.assert_allclose(g, jax.grad(lambda v: jnp.sum(jnp.sin(ref(v, (0, 2)))))(x),
+                               rtol=1e-10)
+
+
+@pytest.mark.parametrize("fn, ref, outside", [(softmax, jax.nn.softmax, 0.0),
+                                              (log_softmax, jax.nn.log_softmax, -np.inf)])
+def test_where_as_jax_nn_with_zero_derivatives_outside(fn, ref, outside) -> None:
+    """Excluded entries give 0 (softmax) or -inf (log_softmax), as jax.nn;
+    a row with nothing selected too; the derivatives at every order are
+    finite and 0 there, and match jax.nn's elsewhere."""
+    x = jnp.asarray(np.random.default_rng(3).normal(size=(3, 4)))
+    y = fn(x, -1, WHERE)
+    np.testing.assert_allclose(y, ref(x, -1, WHERE), rtol=1e-12)
+    assert np.all(y[~WHERE] == outside)
+    np.testing.assert_allclose(fn(x.T, 0, WHERE.T), y.T, rtol=1e-12)
+    np.testing.assert_allclose(fn(x, (0, 1), WHERE), ref(x, (0, 1), WHERE), rtol=1e-12)
+
+    def f(v, fun=fn):
+        return gr_sum(multiply(where(WHERE, fun(v, -1, WHERE), 0.0), W))
+
+    g = jax.grad(f)(x)
+    np.testing.assert_allclose(g, jax.grad(lambda v: f(v, ref))(x), rtol=1e-10, atol=1e-15)
+    assert np.all(g[~WHERE] == 0.0)
+    np.testing.assert_allclose(jax.jacfwd(f)(x), g, rtol=1e-12)
+    h = jax.hessian(f)(x)
+    assert np.isfinite(h).all() and np.all(h[~WHERE] == 0.0) and np.all(h[..., ~WHERE] == 0.0)
+    _, t = jax.jvp(lambda v: fn(v, -1, WHERE), (x,), (jnp.ones_like(x),))
+    assert np.all(t[~WHERE] == 0.0)
+
+
+def test_where_broadcasts_and_vmaps() -> None:
+    x = jnp.asarray(np.random.default_rng(4).normal(size=(2, 3, 4)))
+    w = WHERE[:1]                                   # [1, 4]: the same entries in every row
+    np.testing.assert_allclose(softmax(x, -1, w), jax.nn.softmax(x, -1, w), rtol=1e-12)
+    got = jax.vmap(lambda v, m: log_softmax(v, -1, m), in_axes=(0, None))(x, WHERE)
+    np.testing.assert_allclose(got, jax.nn.log_softmax(x, -1, WHERE), rtol=1e-12)

@@ -1,5 +1,6 @@
 """Sorting and selection: tie-breaking, where the gradient of sort / topk goes
-(to the selected elements, ties included), argmax / argmin, and bad input."""
+(to the selected elements, ties included), argmax / argmin, nonzero (cut,
+padded, batched), and bad input."""
 
 import jax
 import jax.numpy as jnp
@@ -122,3 +123,71 @@ def test_bad_arg_extremum_input(name) -> None:
         fn(jnp.ones((2, 0)), axis=1)
     with pytest.raises(TypeError, match=rf"gradrules\.{name}: keepdims must be a bool"):
         fn(jnp.ones(3), keepdims=None)
+
+
+# ---------------------------------------------------------------- nonzero
+MASKED = np.array([[0.0, 1.5, 0.0, -2.0], [3.0, 0.0, 0.0, 4.0], [0.0, 0.0, 0.0, 5.0]])
+
+
+@pytest.mark.parametrize("x", [MASKED, MASKED > 1, (MASKED * 2).astype(np.int32),
+                               MASKED[0], MASKED.reshape(3, 2, 2)])
+@pytest.mark.parametrize("size, fill_value", [(5, 0), (2, -1), (9, 7), (0, 0)])
+def test_nonzero_matches_jnp(x, size, fill_value) -> None:
+    got = so.nonzero(x, size=size, fill_value=fill_value)
+    want = jnp.nonzero(x, size=size, fill_value=fill_value)
+    assert len(got) == x.ndim
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == (size,)
+        np.testing.assert_array_equal(g, w)
+
+
+def test_nonzero_fill_per_axis_jit_and_jaxpr() -> None:
+    rows, cols = jax.jit(lambda v: so.nonzero(v, size=7, fill_value=(-1, -2)))(MASKED)
+    np.testing.assert_array_equal(rows, [0, 0, 1, 1, 2, -1, -1])
+    np.testing.assert_array_equal(cols, [1, 3, 0, 3, 3, -2, -2])
+    eqns = jax.make_jaxpr(lambda v: so.nonzero(v, size=3))(MASKED).jaxpr.eqns
+    assert [e.primitive.name for e in eqns] == ["nonzero"]
+    assert eqns[0].params["fill_value"] == (0, 0) and eqns[0].params["size"] == 3
+
+
+@pytest.mark.parametrize("in_axes", [0, 1, -1])
+def test_nonzero_vmap_binds_once_with_per_example_indices(in_axes) -> None:
+    x = np.stack([MASKED, MASKED[::-1], np.zeros_like(MASKED)], axis=in_axes % 3)
+
+    def f(v):
+        return so.nonzero(v, size=4, fill_value=-1)
+
+    got = jax.vmap(f, in_axes=in_axes)(x)
+    for b in range(3):
+        want = f(np.take(x, b, axis=in_axes))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g[b], w)
+    nested = jax.vmap(jax.vmap(f))(np.stack([x, x]) if in_axes == 0 else x[None])
+    assert nested[0].shape[-1] == 4
+    eqns = jax.make_jaxpr(jax.vmap(f, in_axes=in_axes))(x).jaxpr.eqns
+    assert [e.params["batch_dims"] for e in eqns if e.primitive.name == "nonzero"] == [1]
+
+
+def test_nonzero_has_no_tangent() -> None:
+    _, t = jax.jvp(lambda v: so.nonzero(v, size=3), (MASKED,), (np.ones_like(MASKED),))
+    assert all(ti.dtype == jax.dtypes.float0 for ti in t)
+
+
+def test_bad_nonzero_input() -> None:
+    with pytest.raises(TypeError, match=r"gradrules\.nonzero: size is required"):
+        so.nonzero(MASKED)
+    with pytest.raises(ValueError, match=r"gradrules\.nonzero: size must be an int >= 0, got -1"):
+        so.nonzero(MASKED, size=-1)
+    with pytest.raises(TypeError, match=r"gradrules\.nonzero: size must be an int, got 2.0"):
+        so.nonzero(MASKED, size=2.0)
+    with pytest.raises(TypeError, match=r"gradrules\.nonzero: size must be an int"):
+        jax.jit(lambda v, n: so.nonzero(v, size=n))(MASKED, 3)
+    with pytest.raises(ValueError, match=r"gradrules\.nonzero: x must have at least one axis"):
+        so.nonzero(np.float64(1.0), size=1)
+    with pytest.raises(ValueError, match=r"gradrules\.nonzero: fill_value must have 2 "
+                                         r"entries, got \(1, 2, 3\)"):
+        so.nonzero(MASKED, size=2, fill_value=(1, 2, 3))
+    with pytest.raises(TypeError, match=r"gradrules\.nonzero: fill_value must "):
+        so.nonzero(MASKED, size=2, fill_value=0.5)
+    with pytest.raises(TypeError, match=r"gradrules\.nonzero: argument x is complex"):
+        so.nonzero(jnp.ones(3, jnp.complex64), size=2)

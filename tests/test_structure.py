@@ -353,6 +353,18 @@ def test_list_shows_every_op(capsys):
     assert shown == {op.name for op in gradrules.list_ops()}
 
 
+def test_readme_op_list_is_the_registry(capsys):
+    """README.md's table of ops is ``gradrules list --markdown`` (regenerate
+    it with that command when an op is added)."""
+    from gradrules.cli import ops_markdown
+    assert cli_main(["list", "--markdown"]) == 0
+    table = capsys.readouterr().out
+    assert table == ops_markdown() and f"{len(gradrules.list_ops())} ops." in table
+    readme = (ROOT / "README.md").read_text()
+    begin, end = "<!-- ops: gradrules list --markdown -->\n", "<!-- ops end -->"
+    assert readme[readme.index(begin) + len(begin):readme.index(end)] == table
+
+
 def test_list_a_family(capsys):
     assert cli_main(["list", "rounding"]) == 0
     out = capsys.readouterr().out

@@ -119,21 +119,25 @@ def choice_param(op: str, name: str, value: Any, choices: tuple[str, ...]) -> st
     return str(value)
 
 
-def int_tuple(op: str, name: str, value: Any, n: int | None = None) -> tuple[int, ...]:
+def int_tuple(op: str, name: str, value: Any, n: int | None = None, *,
+              symbolic: bool = False) -> tuple[int, ...]:
     """A tuple of Python ints from one int or a sequence of ints (not bools),
-    ``n`` of them where given."""
-    if isinstance(value, (int, np.integer)):
+    ``n`` of them where given. ``symbolic``: a shape, whose entries may also
+    be symbolic dimensions (``jax.export.symbolic_shape``), kept as they are."""
+    if isinstance(value, (int, np.integer)) or symbolic and jax.export.is_symbolic_dim(value):
         vals: tuple[Any, ...] = (value,)
     else:
         try:
             vals = tuple(value)
         except TypeError:
             vals = (value,)
-    if any(not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)) for v in vals):
+    dims = [symbolic and jax.export.is_symbolic_dim(v) for v in vals]
+    if any(not d and (not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)))
+           for v, d in zip(vals, dims)):
         raise TypeError(f"{op_name(op)}: {name} must hold ints, got {value!r}")
     if n is not None and len(vals) != n:
         raise ValueError(f"{op_name(op)}: {name} must have {n} entries, got {value!r}")
-    return tuple(int(v) for v in vals)
+    return tuple(v if d else int(v) for v, d in zip(vals, dims))
 
 
 def int_pair(op: str, name: str, v: Any, minimum: int = 1) -> tuple[int, int]:

@@ -46,7 +46,7 @@ from jax import lax
 from ..core.numerics import (acc_dtype, ce_dlogits, ce_token_value, finite_or_zero,
                               lse_from_sum, online_lse_step)
 from ..core.numerics import masked_tokens as masked
-from ._fused import log_sum_exp, max_shift, pad_axis, upcast
+from ._fused import log_softmax_rows, log_sum_exp, max_shift, pad_axis, upcast
 
 
 Array = jax.Array
@@ -298,3 +298,14 @@ def flce_vjp(h: Array, w: Array, labels: Array, lse: Array, g_loss: Array, g_lse
     blocks = sized_blocks(blocks, h, w)
     return _over_batch(lambda *a: _flce_vjp_2d(*a, blocks=blocks, **params), h.ndim - 2)(
         h, w, labels, lse, g_loss, g_lse)
+
+
+def sce_forward(logits: Array, labels: Array) -> Array:
+    """softmax_cross_entropy's forward: ``-sum(labels * logp)`` over the last
+    axis, ``logp`` the max-normalised log-softmax (``_fused.log_softmax_rows``,
+    in float32 for 16-bit input) taken as 0 where it is ``-inf`` (a class
+    whose logit is ``-inf`` is left out: ``rules.loss.safe_log_probs`` in
+    gradrules ops)."""
+    logp = log_softmax_rows(upcast(logits), -1)
+    logp = jnp.where(logp == -jnp.inf, jnp.zeros((), logp.dtype), logp)
+    return (-jnp.sum(labels.astype(logp.dtype) * logp, -1)).astype(logits.dtype)

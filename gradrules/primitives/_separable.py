@@ -1,6 +1,7 @@
-"""Separable linear maps of the last two axes: ``out = A x B^T``, with A and
-B 1-D maps of the height and width axes (average and adaptive pooling,
-upsampling).
+"""Separable linear maps of the last ``ndim`` axes: ``out = A x B^T`` in 2-D,
+with A and B 1-D maps of the height and width axes (average and adaptive
+pooling, upsampling), and the same with one 1-D map per axis in 3-D
+(avg_pool3d).
 
 Each 1-D map is applied by its structure, never as a dense matrix:
 
@@ -226,7 +227,7 @@ class Taps:
 
 
 AxisMap = Union[Window, Dilated, Repeat, Taps]
-Maps = Callable[..., tuple[AxisMap, AxisMap]]
+Maps = Callable[..., tuple[AxisMap, ...]]
 
 
 def out_size(m: AxisMap) -> int:
@@ -238,66 +239,69 @@ def out_size(m: AxisMap) -> int:
     return m.n_out
 
 
-def apply_maps(maps: tuple[AxisMap, AxisMap], x: Array) -> Array:
-    """``A x B^T``: the height map along axis -2, the width map along -1;
-    two window sums (or two spreads) as one 2-D ``reduce_window``, without
-    the intermediate."""
-    a, b = maps
-    h, w = x.ndim - 2, x.ndim - 1
-    if isinstance(a, Window) and isinstance(b, Window):
-        return _windows(x, {h: a, w: b})
-    if isinstance(a, Dilated) and isinstance(b, Dilated):
-        return _spread(x, {h: a, w: b})
-    return b.apply(a.apply(x, h), w)
+def apply_maps(maps: tuple[AxisMap, ...], x: Array) -> Array:
+    """``A x B^T`` (2-D): map i along axis ``x.ndim - len(maps) + i``; window
+    sums (or spreads) along every axis as one ``reduce_window``, without the
+    intermediates."""
+    axes = {x.ndim - len(maps) + i: m for i, m in enumerate(maps)}
+    if all(isinstance(m, Window) for m in maps):
+        return _windows(x, axes)  # type: ignore[arg-type]
+    if all(isinstance(m, Dilated) for m in maps):
+        return _spread(x, axes)  # type: ignore[arg-type]
+    for d, m in axes.items():
+        x = m.apply(x, d)
+    return x
 
 
-SEPARABLE: dict[Primitive, tuple[Primitive, Maps]] = {}
-"""primitive -> (its transpose primitive, its maps(h, w, **params)); the
-transpose's maps are the maps of its ``in_size``, transposed."""
+SEPARABLE: dict[Primitive, tuple[Primitive, Maps, int]] = {}
+"""primitive -> (its transpose primitive, its maps(*sizes, **params), the
+number of trailing axes it maps); the transpose's maps are the maps of its
+``in_size``, transposed."""
 
 
-def _maps_infer_meta(name: str, maps: Maps, x: Any, **params: Any) -> ShapedArray:
+def _maps_infer_meta(name: str, maps: Maps, ndim: int, x: Any, **params: Any) -> ShapedArray:
     check_dtype(name, "x", x.dtype, "float")
-    if len(x.shape) < 2:
-        raise ValueError(f"{op_name(name)}: x must have rank >= 2, got shape {x.shape}")
-    m = maps(*x.shape[-2:], **params)
-    return ShapedArray(tuple(x.shape[:-2]) + (out_size(m[0]), out_size(m[1])), x.dtype)
+    if len(x.shape) < ndim:
+        raise ValueError(f"{op_name(name)}: x must have rank >= {ndim}, got shape {x.shape}")
+    m = maps(*x.shape[len(x.shape) - ndim:], **params)
+    return ShapedArray(tuple(x.shape[:len(x.shape) - ndim]) + tuple(out_size(a) for a in m),
+                       x.dtype)
 
 
-def _transposed(maps: Maps, *, in_size: tuple[int, int], **params: Any
-                ) -> tuple[AxisMap, AxisMap]:
-    a, b = maps(*in_size, **params)
-    return a.transpose(), b.transpose()
+def _transposed(maps: Maps, *, in_size: tuple[int, ...], **params: Any
+                ) -> tuple[AxisMap, ...]:
+    return tuple(m.transpose() for m in maps(*in_size, **params))
 
 
-def _transpose_infer_meta(name: str, maps: Maps, ct: Any, *, in_size: tuple[int, int],
+def _transpose_infer_meta(name: str, maps: Maps, ct: Any, *, in_size: tuple[int, ...],
                           **params: Any) -> ShapedArray:
     want = tuple(out_size(m) for m in maps(*in_size, **params))
-    if tuple(ct.shape[-2:]) != want:
+    lead = len(ct.shape) - len(want)
+    if lead < 0 or tuple(ct.shape[lead:]) != want:
         raise ValueError(f"{op_name(name)}: ct with shape {tuple(ct.shape)} must end in {want}, "
                          f"the output size of an input of size {in_size}")
-    return ShapedArray(tuple(ct.shape[:-2]) + tuple(in_size), ct.dtype)
+    return ShapedArray(tuple(ct.shape[:lead]) + tuple(in_size), ct.dtype)
 
 
 def separable_primitive(name: str, *, family: str, params: tuple[str, ...],
-                        maps: Maps) -> tuple[Primitive, Primitive]:
+                        maps: Maps, ndim: int = 2) -> tuple[Primitive, Primitive]:
     """The primitives ``out = A x B^T`` (``A, B = maps(h, w, **params)``,
-    cached) and its transpose ``<name>_transpose(ct, **params, in_size)``,
-    ``A^T ct B``."""
+    cached; with ``ndim`` = 3, one map per axis of the last three) and its
+    transpose ``<name>_transpose(ct, **params, in_size)``, ``A^T ct B``."""
     maps = lru_cache(maxsize=128)(maps)
 
     def impl(x: Array, **kw: Any) -> Array:
-        return apply_maps(maps(*x.shape[-2:], **kw), x)
+        return apply_maps(maps(*x.shape[x.ndim - ndim:], **kw), x)
 
     def impl_transpose(ct: Array, **kw: Any) -> Array:
         return apply_maps(_transposed(maps, **kw), ct)
 
     prim = define_primitive(name, family=family, operands=("x",), params=params,
-                            infer_meta=partial(_maps_infer_meta, name, maps), impl=impl)
+                            infer_meta=partial(_maps_infer_meta, name, maps, ndim), impl=impl)
     transpose_name = f"{name}_transpose"
     prim_t = define_primitive(transpose_name, family=family, operands=("ct",),
                               params=params + ("in_size",),
                               infer_meta=partial(_transpose_infer_meta, transpose_name, maps),
                               impl=impl_transpose)
-    SEPARABLE[prim] = (prim_t, maps)
+    SEPARABLE[prim] = (prim_t, maps, ndim)
     return prim, prim_t

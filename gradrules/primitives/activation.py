@@ -1,5 +1,6 @@
 """Activations: sigmoid, log_sigmoid, relu, leaky_relu, hardtanh, hardswish,
-silu, gelu, softplus and clamp.
+silu (alias swish), gelu, softplus, elu, selu, celu, mish, clamp and clip
+(jnp.clip's signature over clamp).
 
 Each op is one primitive; the docstrings state the derivative the JVP rule
 uses (``gradrules/rules/activation.py``), including its value at the kinks,
@@ -22,16 +23,17 @@ import jax.numpy as jnp
 
 from .._jax import Primitive
 from ..core.args import bool_param, number_param
-from ..core.meta import op_name
+from ..core.meta import broadcast_shapes, op_name
+from ..core.registry import OpDef, register_op
 from ..core.numerics import GELU_A, GELU_SATURATION, gelu_cdf, SQRT_2_OVER_PI
 from ._compose import indicator
 from ._elementwise import define_elementwise, elementwise_primitive, register_elementwise
-from .arithmetic import add, multiply
-from .compare import gt, where
+from .arithmetic import add, multiply, subtract
+from .compare import gt, lt, where, where_p
 from .convert import promote
 from .special import erfc
 from .unary import abs as gr_abs
-from .unary import exp, neg, square
+from .unary import exp, neg, square, tanh
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -127,7 +129,7 @@ register_elementwise(hardtanh, hardtanh_p, _hardtanh_reference)
 
 # ------------------------------------------------- hardswish and silu
 def _hardswish_impl(x: Array) -> Array:
-    return x * jnp.clip(x + 3.0, 0.0, 6.0) / 6.0
+    return x * (jnp.clip(x + 3.0, 0.0, 6.0) / 6.0)     # x * 6 would overflow at 3e38
 
 
 hardswish_p, hardswish = _activation("hardswish", _hardswish_impl, """\
@@ -137,9 +139,13 @@ d/dx = 0 for x <= -3, (2 x + 3) / 6 for -3 < x < 3, 1 for x >= 3: at the kinks
 hardswish'(-3) = 0 and hardswish'(3) = 1, as Paddle's hardswish_grad.""",
                                      reference=jax.nn.hard_swish)
 
-silu_p, silu = _activation("silu", jax.nn.silu, """x * sigmoid(x) (swish).
+silu_p, silu = _activation("silu", jax.nn.silu, """x * sigmoid(x) (alias ``swish``).
 
-d/dx = s (1 + x sigmoid(-x)) with s = sigmoid(x) (``silu_slope``).""")
+d/dx = s (1 + x sigmoid(-x)) with s = sigmoid(x) (``silu_slope``).""", aliases=("swish",))
+
+# swish (jax.nn.swish) is silu under its other name: the same function, primitive
+# and manifest entry (``get_op("swish")`` is silu's), not a second formula.
+swish = silu
 
 
 def silu_slope(x: Any, s: Any) -> Any:
@@ -248,6 +254,103 @@ def _softplus_reference(x: ArrayLike, *, beta: float = 1.0, threshold: float = 2
 register_elementwise(softplus, softplus_p, _softplus_reference)
 
 
+# ------------------------------------------------ elu, selu, celu
+def _elu_impl(x: Array, *, alpha: float) -> Array:
+    return jax.nn.elu(x, alpha)
+
+
+elu_p = elementwise_primitive("elu", _elu_impl, family=FAMILY, params=("alpha",))
+
+
+def elu(x: ArrayLike, *, alpha: float = 1.0) -> Array:
+    """x for x > 0, alpha (exp(x) - 1) for x <= 0 (jax.nn.elu, with a static
+    number alpha).
+
+    d/dx = 1 for x > 0 and alpha exp(x) for x <= 0: at x = 0 the x <= 0 branch,
+    alpha, as jax.nn.elu's derivative (``elu_slope``). Finite at every order
+    for any x (exp of min(x, 0) only).
+    """
+    a = number_param("elu", "alpha", alpha)
+    (x,) = promote("elu", {"x": x}, "float")
+    return elu_p.bind(x, alpha=a)
+
+
+def _elu_reference(x: ArrayLike, *, alpha: float = 1.0) -> Array:
+    return jax.nn.elu(x, alpha)
+
+
+register_elementwise(elu, elu_p, _elu_reference)
+
+
+def elu_slope(x: Any, alpha: float) -> Any:
+    """elu'(x) = 1 for x > 0, alpha exp(x) for x <= 0, in gradrules ops: the
+    one formula of the derivative of elu, selu (``SELU_SCALE`` times it) and
+    celu (``elu_slope(x / alpha, 1)``). The exp sees min(x, 0) (a double
+    where), so no overflow enters any order."""
+    pos = gt(x, 0.0)
+    return where(pos, 1.0, multiply(exp(where(pos, 0.0, x)), alpha))
+
+
+# jax.nn.selu's constants
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _selu_impl(x: Array) -> Array:
+    return jax.nn.selu(x)
+
+
+selu_p, selu = _activation("selu", _selu_impl, f"""\
+scale * elu(x, alpha) with jax.nn.selu's constants alpha = {SELU_ALPHA!r} and
+scale = {SELU_SCALE!r}.
+
+d/dx = scale for x > 0 and scale alpha exp(x) for x <= 0 (at x = 0 the
+x <= 0 branch, as elu).""", reference=jax.nn.selu)
+
+
+def _celu_impl(x: Array, *, alpha: float) -> Array:
+    return jax.nn.celu(x, alpha)
+
+
+celu_p = elementwise_primitive("celu", _celu_impl, family=FAMILY, params=("alpha",))
+
+
+def celu(x: ArrayLike, *, alpha: float = 1.0) -> Array:
+    """max(x, 0) + alpha (exp(min(x, 0) / alpha) - 1) = alpha elu(x / alpha)
+    (jax.nn.celu) for a static number alpha > 0.
+
+    d/dx = 1 for x > 0 and exp(x / alpha) for x <= 0 (``elu_slope(x / alpha,
+    1)``); continuous at 0, where higher derivatives take the x <= 0 branch.
+    Finite at every order for any x.
+    """
+    a = number_param("celu", "alpha", alpha, gt=0.0)
+    (x,) = promote("celu", {"x": x}, "float")
+    return celu_p.bind(x, alpha=a)
+
+
+def _celu_reference(x: ArrayLike, *, alpha: float = 1.0) -> Array:
+    return jax.nn.celu(x, alpha)
+
+
+register_elementwise(celu, celu_p, _celu_reference)
+
+
+# ------------------------------------------------------------------- mish
+mish_p, mish = _activation("mish", jax.nn.mish, """x * tanh(softplus(x)) (jax.nn.mish).
+
+d/dx = tanh(sp) + x sigmoid(x) (1 - tanh(sp)**2), sp = softplus(x) = log(1 +
+exp(x)) (``mish_slope``): every factor is bounded, so values and derivatives of
+every order are finite at any |x| (x sigmoid(x) -> 0 for x << 0, 1 - tanh**2 ->
+0 for x >> 0).""")
+
+
+def mish_slope(x: Any) -> Any:
+    """mish'(x) in gradrules ops; softplus without its threshold (the exact
+    log(1 + exp(x)), never overflowing), so no derivative jumps at x = 20."""
+    th = tanh(softplus(x, threshold=math.inf))
+    return add(th, multiply(multiply(x, sigmoid(x)), subtract(1.0, square(th))))
+
+
 # ------------------------------------------------------------------ clamp
 def _clamp_impl(x: Array, *, min: float | None, max: float | None) -> Array:  # noqa: A002
     lo, hi = (None if b is None else jnp.asarray(b, x.dtype) for b in (min, max))
@@ -294,3 +397,49 @@ def _clamp_reference(x: ArrayLike, *, min: float | None = None,  # noqa: A002
 
 
 register_elementwise(clamp, clamp_p, _clamp_reference)
+
+
+# ------------------------------------------------------------------- clip
+def _static_bound(value: Any) -> bool:
+    """None, or a Python / numpy number: a bound clamp takes as a param."""
+    return value is None or (isinstance(value, (int, float, np.integer, np.floating))
+                             and not isinstance(value, bool))
+
+
+def clip(x: ArrayLike, min: ArrayLike | None = None,  # noqa: A002
+         max: ArrayLike | None = None) -> Array:  # noqa: A002
+    """jnp.clip's signature: min(max(x, min), max), either bound None (not
+    both); when min > max the result is max.
+
+    Number bounds are ``clamp``'s static params: the call is
+    ``clamp(x, min=min, max=max)``, one clamp primitive (integers allowed).
+    Array bounds (broadcasting with x, as jnp.clip) cannot be params, so they
+    go through the catalog's where: ``y = where(x < min, min, x)``, then
+    ``where(y > max, max, y)``. Both paths share clamp's derivative: d/dx = 1
+    where min <= x <= max, bounds included, else 0; an array bound receives
+    the rest (d/dmin = [x < min], d/dmax = [y > max]). jnp.clip's own
+    derivative splits ties at the bounds in half (maximum / minimum).
+    """
+    if min is None and max is None:
+        raise ValueError(f"{op_name('clip')}: at least one of min and max must be given")
+    if _static_bound(min) and _static_bound(max):
+        return clamp(x, min=min, max=max)
+    named = {"x": x, "min": min, "max": max}
+    vals = promote("clip", {k: v for k, v in named.items() if v is not None}, "numeric")
+    args = dict(zip([k for k, v in named.items() if v is not None], vals))
+    broadcast_shapes("clip", {k: tuple(np.shape(v)) for k, v in args.items()})
+    y = args["x"]
+    if "min" in args:
+        y = where(lt(y, args["min"]), args["min"], y)
+    if "max" in args:
+        y = where(gt(y, args["max"]), args["max"], y)
+    return y
+
+
+def _clip_reference(x: ArrayLike, min: ArrayLike | None = None,  # noqa: A002
+                    max: ArrayLike | None = None) -> Array:  # noqa: A002
+    return jnp.clip(x, min, max)
+
+
+register_op(OpDef(name="clip", family=FAMILY, fn=clip, primitives=(clamp_p, where_p),
+                  reference=_clip_reference, operands=("x", "min", "max")))

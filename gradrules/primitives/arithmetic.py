@@ -1,6 +1,6 @@
 """Binary arithmetic with numpy broadcasting: add, subtract, multiply, divide,
-pow, maximum, minimum, remainder, fmod, atan2, residual_add, bias_add, and the
-scalar-param ops scale and div_scale.
+pow, maximum, minimum, remainder, fmod, atan2, logaddexp, hypot, residual_add,
+bias_add, the ternary lerp, and the scalar-param ops scale and div_scale.
 
 The broadcasting ops are made by ``define_elementwise`` (primitive, public
 function and manifest entry in one call); add, subtract, multiply and divide
@@ -115,6 +115,36 @@ point (y, x).
 
 d/dx = y / (x**2 + y**2), d/dy = -x / (x**2 + y**2).""",
                                     family=FAMILY, kind="float", operands=XY)
+
+logaddexp_p, logaddexp = define_elementwise("logaddexp", jnp.logaddexp, """log(exp(x) + exp(y)),
+computed as max(x, y) + log1p(exp(-|x - y|)): no overflow, -inf where both are -inf.
+
+d/dx = sigmoid(x - y) = exp(x - out), d/dy = sigmoid(y - x): finite for any
+x and y, +-1e4 included. Where x and y are the same infinity the difference
+is taken as 0 (a double where, so every higher derivative is 0 there): at
+x = y = -inf both derivatives are 0, the convention of ``logsumexp`` over an
+all -inf row (jnp.logaddexp gives NaN there); at x = y = +inf they are 1/2
+each (ties split, as ``maximum``).""", family=FAMILY, kind="float", operands=XY)
+
+hypot_p, hypot = define_elementwise("hypot", jnp.hypot, """sqrt(x**2 + y**2) without overflow
+or underflow (jnp.hypot's scaled form).
+
+d/dx = x / out, d/dy = y / out; at x = y = 0, where the cone has no
+derivative, both are 0 (the minimum-norm subgradient), and so is every higher
+derivative there (a double where: never 0 / 0).""", family=FAMILY, kind="float", operands=XY)
+
+
+def _lerp_impl(x: Array, y: Array, w: Array) -> Array:
+    return x + w * (y - x)
+
+
+lerp_p, lerp = define_elementwise("lerp", _lerp_impl, """torch.lerp: x + w (y - x), with an
+array (or scalar) weight w; x, y and w broadcast together.
+
+Linear in (x, y) jointly for a fixed w: d/dx = 1 - w, d/dy = w, and the
+transpose sends the cotangent to x as ct (1 - w) and to y as ct w (summed
+over broadcast axes). d/dw = y - x.""", family=FAMILY, kind="float",
+                                  operands=("x", "y", "w"), linear=(XY,))
 
 residual_add_p, residual_add = define_elementwise("residual_add", jnp.add, """a + b, the
 residual connection of a transformer block (the trainer's residual_add). Linear.""",

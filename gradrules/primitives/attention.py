@@ -44,6 +44,7 @@ from ..pallas.attention import BlockSizes
 from . import _attention_xla as xla
 from ._sharding import shard_map_bind
 from .convert import convert_element_type, promote
+from .logical import logical_and
 from .shape import reshape
 
 Array = jax.Array
@@ -205,8 +206,11 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
     ``Hkv`` (grouped-query: query head h reads key/value head ``h // (H/Hkv)``).
     With ``s_ij = scale * q_i . k_j + bias_ij`` (``scale`` defaults to
     ``D ** -0.5``) over the keys j where ``mask_ij`` is True (and, with
-    ``causal``, ``j <= i + Sk - Sq``: aligned to the end, as in decoding;
-    ``jax.nn.dot_product_attention`` aligns it to the start when Sq != Sk)::
+    ``causal``, ``j <= i + Sk - Sq``: the causal mask is aligned
+    bottom-right, to the end, as in decoding, where the queries are the
+    last Sq positions. ``jax.nn.dot_product_attention(is_causal=True)``
+    aligns it top-left, ``j <= i``, when Sq != Sk: ``dot_product_attention``
+    is that one, with jax.nn's alignment)::
 
         out_i = sum_j p_ij v_j,   p_ij = exp(s_ij - lse_i),   lse_i = log sum_j exp(s_ij)
 
@@ -287,3 +291,84 @@ def attention_reference(q: Array, k: Array, v: Array, *, causal: bool = False,
 register_op(OpDef(name="attention", family=FAMILY, fn=attention,
                   primitives=(attention_p, attention_jvp_p, attention_vjp_p),
                   reference=attention_reference, operands=("q", "k", "v")))
+
+
+# ------------------------------------------------------ dot_product_attention
+_DPA = "dot_product_attention"
+
+
+def dot_product_attention(query: ArrayLike, key: ArrayLike, value: ArrayLike,
+                          bias: ArrayLike | None = None, mask: ArrayLike | None = None, *,
+                          scale: float | None = None, is_causal: bool = False) -> Array:
+    """``jax.nn.dot_product_attention`` (its name, these arguments, its
+    layout): ``query [B, T, N, H]``, ``key, value [B, S, K, H]`` with N a
+    multiple of K (grouped-query heads as jax.nn's: query head n reads
+    key/value head ``n // (N / K)``), or the unbatched ``[T, N, H]`` and
+    ``[S, K, H]``; ``bias`` and ``mask`` (bool, True = attend) broadcast to
+    ``[B, N, T, S]`` (``[N, T, S]`` unbatched; leading 1s added). Returns
+    ``softmax(scale q k^T + bias) v`` per head, query's shape, ``scale``
+    defaulting to ``H ** -0.5``.
+
+    ``is_causal`` aligns the causal mask top-left as jax.nn does: query i
+    attends to keys ``j <= i`` also when T != S. (``attention(causal=True)``
+    aligns it bottom-right, ``j <= i + S - T``, for decoding; the two agree
+    when T == S, where this binds ``causal=True``; otherwise the top-left
+    mask is built and combined with ``mask``.)
+
+    A composition over ``attention``'s primitives: one formula, its kernels
+    and rules. One difference from jax.nn: a query row whose keys are all
+    masked out gives 0 with zero derivatives (jax.nn's large negative
+    logits give the mean of the values there); rows with a key left, as
+    every causal row, agree.
+    """
+    arrays = {"query": query, "key": key, "value": value}
+    ranks = {n: np.ndim(as_array(_DPA, n, x)) for n, x in arrays.items()}
+    if ranks["query"] not in (3, 4) or len(set(ranks.values())) != 1:
+        raise ValueError(f"{op_name(_DPA)}: query, key and value must all have rank 4 "
+                         "[batch, seq, heads, head_dim] or all rank 3 [seq, heads, head_dim], "
+                         f"got shapes {[np.shape(x) for x in arrays.values()]}")
+    q, k, v = promote(_DPA, arrays, "float")
+    unbatched = ranks["query"] == 3
+    if unbatched:
+        q, k, v = (reshape(x, (1,) + tuple(np.shape(x))) for x in (q, k, v))
+    (_, t, heads, d), (_, s, kv_heads, dk) = np.shape(q), np.shape(k)
+    if np.shape(k) != np.shape(v) or d != dk or np.shape(q)[0] != np.shape(k)[0] or (
+            kv_heads == 0 or heads % kv_heads):
+        raise ValueError(f"{op_name(_DPA)}: expected query [B, T, N, H] and key, value "
+                         f"[B, S, K, H] with N a multiple of K, got query {np.shape(query)}, "
+                         f"key {np.shape(key)}, value {np.shape(value)}")
+    is_causal = bool_param(_DPA, "is_causal", is_causal)
+    if is_causal and t != s:
+        causal = np.tril(np.ones((t, s), bool))[None, None]
+        if mask is not None:
+            mask = as_array(_DPA, "mask", mask)
+            check_dtype(_DPA, "mask", jnp.result_type(mask), "bool")
+            if np.ndim(mask) > 4:
+                raise ValueError(f"{op_name(_DPA)}: mask must have rank <= 4, got shape "
+                                 f"{np.shape(mask)}")
+        mask = causal if mask is None else logical_and(mask, causal)
+    out = attention(q, k, v, causal=is_causal and t == s, scale=scale, mask=mask, bias=bias)
+    return reshape(out, np.shape(out)[1:]) if unbatched else out
+
+
+def _dot_product_attention_reference(query: Array, key: Array, value: Array,
+                                     bias: Array | None = None, mask: Array | None = None, *,
+                                     scale: float | None = None, is_causal: bool = False
+                                     ) -> Array:
+    """jax.nn.dot_product_attention's maths (its top-left causal mask) in
+    the input's precision: ``attention_reference`` with that mask. (jax.nn
+    itself takes the softmax in float32 whatever the input;
+    tests/test_attention.py compares with it at float32 tolerance.)"""
+    unbatched = jnp.ndim(query) == 3
+    q, k, v = (jnp.asarray(x)[None] if unbatched else jnp.asarray(x) for x in (query, key, value))
+    if is_causal:
+        causal = jnp.tril(jnp.ones((q.shape[1], k.shape[1]), bool))
+        mask = causal if mask is None else jnp.logical_and(mask, causal)
+    out = attention_reference(q, k, v, scale=scale, mask=mask, bias=bias)
+    return out[0] if unbatched else out
+
+
+register_op(OpDef(name=_DPA, family=FAMILY, fn=dot_product_attention,
+                  primitives=(attention_p, attention_jvp_p, attention_vjp_p),
+                  reference=_dot_product_attention_reference,
+                  operands=("query", "key", "value", "bias")))

@@ -1,7 +1,8 @@
 """Primitives of the gated family: the gated MLP activations silu_gated
 (SwiGLU) and gelu_gated (GeGLU), each fused as three primitives (forward,
-tangent map and backward, from one factory, ``_gated_primitives``), and
-silu_rowsplit (gate and up as the two halves of the last axis).
+tangent map and backward, from one factory, ``_gated_primitives``),
+silu_rowsplit (gate and up as the two halves of the last axis), and jax.nn's
+glu (``a * sigmoid(b)`` of the two halves of any axis).
 
 The trainer's ``swigluLimit`` clamp (``limit``, silu_gated): the gate is
 clamped from above at ``limit`` and ``up`` to ``[-limit, limit]`` before the
@@ -28,7 +29,7 @@ import jax.numpy as jnp
 from .._jax import Primitive, ShapedArray, aval_of
 from ..core.args import block_sizes_param, bool_param, choice_param, float_array, number_param
 from ..core.kernels import Implementation, implementation
-from ..core.meta import check_dtype, op_name
+from ..core.meta import check_dtype, normalize_axis, op_name
 from ..core.numerics import acc_dtype, gate_and_slope, gated_clamp
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -300,3 +301,57 @@ def _silu_rowsplit_reference(x: ArrayLike, *, activation: str = "silu",
 register_op(OpDef(name="silu_rowsplit", family=FAMILY, fn=silu_rowsplit,
                   primitives=(silu_rowsplit_p,), reference=_silu_rowsplit_reference,
                   operands=("x",)))
+
+
+# --------------------------------------------------------------------- glu
+def _glu_meta(x: Any, *, axis: int) -> ShapedArray:
+    op = "glu"
+    check_dtype(op, "x", x.dtype, "float")
+    if not 0 <= axis < len(x.shape) or x.shape[axis] % 2:
+        raise ValueError(f"{op_name(op)}: axis {axis} of x holds the halves a and b and must "
+                         f"exist and have an even size, got x with shape {tuple(x.shape)}")
+    shape = tuple(x.shape)
+    return ShapedArray(shape[:axis] + (shape[axis] // 2,) + shape[axis + 1:], x.dtype,
+                       weak_type=x.weak_type)
+
+
+def _glu_impl(x: Array, *, axis: int) -> Array:
+    return jax.nn.glu(x, axis)
+
+
+glu_p = define_primitive("glu", family=FAMILY, operands=("x",), params=("axis",),
+                         infer_meta=_glu_meta, impl=_glu_impl)
+
+
+def glu_composition(x: Any, *, axis: int) -> Any:
+    """``a * sigmoid(b)`` of the halves of ``axis``, in gradrules ops (split,
+    sigmoid, multiply): the function glu's JVP differentiates."""
+    a, b = split(x, indices_or_sections=2, axis=axis)
+    return multiply(a, sigmoid(b))
+
+
+def glu(x: ArrayLike, axis: int = -1) -> Array:
+    """The gated linear unit (jax.nn.glu): ``a * sigmoid(b)`` with ``a, b`` the
+    first and second halves of ``x`` along ``axis``, which must have an even
+    size (a ValueError naming the shape otherwise).
+
+    d/da = sigmoid(b), d/db = a sigmoid(b) sigmoid(-b): the JVP is that of
+    ``glu_composition`` in gradrules ops (split's tangent is the split
+    tangent), so every order is made of catalog primitives.
+    """
+    x = float_array("glu", "x", x)
+    if np.ndim(x) == 0:
+        raise ValueError(f"{op_name('glu')}: x must have at least one axis, got a scalar")
+    ax = normalize_axis("glu", axis, np.ndim(x))
+    if np.shape(x)[ax] % 2:
+        raise ValueError(f"{op_name('glu')}: axis {axis} of x holds the halves a and b and "
+                         f"must have an even size, got x with shape {np.shape(x)}")
+    return glu_p.bind(x, axis=ax)
+
+
+def _glu_reference(x: ArrayLike, axis: int = -1) -> Array:
+    return jax.nn.glu(jnp.asarray(x), axis)
+
+
+register_op(OpDef(name="glu", family=FAMILY, fn=glu, primitives=(glu_p,),
+                  reference=_glu_reference, operands=("x",)))

@@ -1,11 +1,11 @@
-"""Layout: concatenate, pad, tile, repeat, flip, tensor_unfold (and
-tensor_fold, its transpose).
+"""Layout: concatenate, stack, pad, tile, repeat, flip, roll, tensor_unfold
+(and tensor_fold, its transpose).
 
 All of them are linear in their array data. Their transposes are made of
-layout and slicing primitives: concatenate <-> split, pad -> slice (reflect
-and replicate also fold the border copies back), flip -> flip, tile -> a sum
-over the tiles, repeat -> a sum over the copies, tensor_unfold <->
-tensor_fold.
+layout and slicing primitives: concatenate <-> split, stack -> select, pad
+-> slice (reflect and replicate also fold the border copies back), flip ->
+flip, roll -> roll by -shift, tile -> a sum over the tiles, repeat -> a sum
+over the copies, tensor_unfold <-> tensor_fold.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ FAMILY = "layout"
 # ------------------------------------------------------------------ helpers
 def shaped_like(x: Any, shape: Sequence[int]) -> ShapedArray:
     """The aval of ``shape`` with x's dtype and weak type."""
-    return ShapedArray(tuple(int(d) for d in shape), x.dtype, weak_type=x.weak_type)
+    return ShapedArray(tuple(shape), x.dtype, weak_type=x.weak_type)
 
 
 def _nonnegative(op: str, arg: str, vals: Sequence[int]) -> None:
@@ -94,6 +94,58 @@ def _reference_concatenate(arrays: Sequence[Array], *, axis: int = 0) -> Array:
 register_op(OpDef(name="concatenate", family=FAMILY, fn=concatenate,
                   primitives=(concatenate_p,), reference=_reference_concatenate,
                   operands=("*arrays",), linear=(("arrays",),)))
+
+
+# ------------------------------------------------------------------- stack
+def _stack_infer_meta(*xs: Any, axis: int) -> ShapedArray:
+    if not xs:
+        raise ValueError(f"{op_name('stack')}: needs at least one array")
+    dtype = same_dtype("stack", {f"arrays[{i}]": a for i, a in enumerate(xs)})
+    check_dtype("stack", "arrays", dtype, "any")
+    first = tuple(xs[0].shape)
+    for i, a in enumerate(xs):
+        if tuple(a.shape) != first:
+            raise ValueError(f"{op_name('stack')}: arrays[{i}] with shape {tuple(a.shape)} "
+                             f"differs from arrays[0] with shape {first}; stack needs arrays "
+                             "of one shape")
+    if not 0 <= axis <= len(first):
+        raise ValueError(f"{op_name('stack')}: axis={axis} is out of range for the result of "
+                         f"rank {len(first) + 1}")
+    return ShapedArray(first[:axis] + (len(xs),) + first[axis:], dtype,
+                       weak_type=all(a.weak_type for a in xs))
+
+
+def _stack_impl(*xs: Array, axis: int) -> Array:
+    return jnp.stack(xs, axis=axis)
+
+
+stack_p = define_primitive("stack", family=FAMILY, operands=("*arrays",), params=("axis",),
+                           infer_meta=_stack_infer_meta, impl=_stack_impl)
+
+
+def stack(arrays: Sequence[ArrayLike], axis: int = 0) -> Array:
+    """``jnp.stack``: arrays of one shape (after dtype promotion) joined
+    along a new axis ``axis`` of the result (``-1``: a new last axis).
+    Linear in all of them; the transpose gives array i the slice i of the
+    cotangent along that axis (``select``)."""
+    if not isinstance(arrays, (list, tuple)) or not arrays:
+        raise TypeError(f"{op_name('stack')}: arrays must be a non-empty list or tuple of "
+                        f"arrays, got {type(arrays).__name__}")
+    xs = promote("stack", {f"arrays[{i}]": a for i, a in enumerate(arrays)}, "any")
+    for i, a in enumerate(xs):
+        if np.shape(a) != np.shape(xs[0]):
+            raise ValueError(f"{op_name('stack')}: arrays[{i}] with shape {np.shape(a)} "
+                             f"differs from arrays[0] with shape {np.shape(xs[0])}; stack "
+                             "needs arrays of one shape")
+    return stack_p.bind(*xs, axis=normalize_axis("stack", axis, np.ndim(xs[0]) + 1))
+
+
+def _reference_stack(arrays: Sequence[Array], axis: int = 0) -> Array:
+    return jnp.stack(arrays, axis=axis)
+
+
+register_op(OpDef(name="stack", family=FAMILY, fn=stack, primitives=(stack_p,),
+                  reference=_reference_stack, operands=("*arrays",), linear=(("arrays",),)))
 
 
 # --------------------------------------------------------------------- pad
@@ -328,6 +380,65 @@ def _reference_flip(x: Array, *, axis: int | Sequence[int] | None) -> Array:
 
 register_op(OpDef(name="flip", family=FAMILY, fn=flip, primitives=(flip_p,),
                   reference=_reference_flip, operands=("x",), linear=(("x",),)))
+
+
+# -------------------------------------------------------------------- roll
+def _roll_infer_meta(x: Any, *, shifts: tuple[int, ...], axes: tuple[int, ...]) -> ShapedArray:
+    check_dtype("roll", "x", x.dtype, "any")
+    if (len(shifts) != len(axes) or list(axes) != sorted(set(axes))
+            or not all(0 <= a < len(x.shape) and 0 <= s < max(x.shape[a], 1)
+                       for s, a in zip(shifts, axes))):
+        raise ValueError(f"{op_name('roll')}: shifts {shifts} along axes {axes} do not fit x "
+                         f"with shape {tuple(x.shape)}")
+    return shaped_like(x, x.shape)
+
+
+def _roll_impl(x: Array, *, shifts: tuple[int, ...], axes: tuple[int, ...]) -> Array:
+    return jnp.roll(x, shifts, axes) if axes else x   # static shifts: slices and a concatenate
+
+
+roll_p = define_primitive("roll", family=FAMILY, operands=("x",), params=("shifts", "axes"),
+                          infer_meta=_roll_infer_meta, impl=_roll_impl)
+
+
+def roll(x: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | None = None
+         ) -> Array:
+    """``jnp.roll`` with static shifts: ``out[..., (i + shift) % n, ...] =
+    x[..., i, ...]`` along ``axis``; ``shift`` and ``axis`` may be tuples
+    (broadcast against each other, shifts of one axis adding up), and
+    ``axis=None`` rolls the flattened x. Linear; the transpose is the roll by
+    ``-shift``."""
+    x = data_arg("roll", "x", x)
+    if isinstance(shift, (np.ndarray, jax.Array)) or hasattr(shift, "aval"):
+        try:   # a concrete array of ints is static; a traced shift is not supported
+            shift = np.asarray(shift).tolist()
+        except TypeError:
+            raise TypeError(f"{op_name('roll')}: shift must be a static int or tuple of ints, "
+                            "got a traced array") from None
+    shifts = int_tuple("roll", "shift", shift)
+    shape = np.shape(x)
+    y = reshape(x, (-1,)) if axis is None else x
+    axes = (0,) if axis is None else int_tuple("roll", "axis", axis)
+    if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
+        raise ValueError(f"{op_name('roll')}: shift {shift!r} and axis {axis!r} do not "
+                         "broadcast against each other")
+    n = builtins.max(len(shifts), len(axes))
+    total: dict[int, int] = {}
+    for s, a in zip(shifts * (n if len(shifts) == 1 else 1), axes * (n if len(axes) == 1 else 1)):
+        a = normalize_axis("roll", a, np.ndim(y))
+        total[a] = total.get(a, 0) + s
+    kept = {a: s % np.shape(y)[a] for a, s in sorted(total.items()) if np.shape(y)[a]}
+    out = roll_p.bind(y, shifts=tuple(v for v in kept.values() if v),
+                      axes=tuple(a for a, v in kept.items() if v))
+    return reshape(out, shape) if axis is None else out
+
+
+def _reference_roll(x: Array, shift: Any, axis: Any = None) -> Array:
+    return jnp.roll(x, shift, axis)
+
+
+register_op(OpDef(name="roll", family=FAMILY, fn=roll, primitives=(roll_p,),
+                  reference=_reference_roll, operands=("x",), linear=(("x",),)))
 
 
 # ---------------------------------------------- tensor_unfold / tensor_fold

@@ -1,5 +1,6 @@
 """Primitives of the loss family: cross_entropy and fused_linear_cross_entropy
-(fused: forward, tangent map and backward primitives each) and nll_loss.
+(fused: forward, tangent map and backward primitives each), nll_loss and
+softmax_cross_entropy (optax's: labels are probabilities).
 
 The class axis is the last one. Labels are integers (a float label array is a
 TypeError); ``ignore_index`` marks tokens that count for nothing. A label
@@ -533,3 +534,54 @@ def _nll_loss_reference(logp: ArrayLike, labels: ArrayLike, *, weight: ArrayLike
 register_op(OpDef(name="nll_loss", family=FAMILY, fn=nll_loss, primitives=(nll_loss_p,),
                   reference=_nll_loss_reference, operands=("logp", "labels"),
                   linear=(("logp",),), nondiff=("labels",)))
+
+
+# ----------------------------------------------------------- softmax_cross_entropy
+def _sce_meta(logits: Any, labels: Any) -> ShapedArray:
+    op = "softmax_cross_entropy"
+    check_dtype(op, "logits", logits.dtype, "float")
+    if not logits.shape or labels.shape != logits.shape or labels.dtype != logits.dtype:
+        raise ValueError(f"{op_name(op)}: logits and labels must share one shape [..., classes] "
+                         f"and dtype, got logits {logits.dtype}{list(logits.shape)} and labels "
+                         f"{labels.dtype}{list(labels.shape)}")
+    return ShapedArray(logits.shape[:-1], logits.dtype)
+
+
+softmax_cross_entropy_p = define_primitive(
+    "softmax_cross_entropy", family=FAMILY, operands=("logits", "labels"),
+    infer_meta=_sce_meta, impl=xla.sce_forward)
+
+
+def softmax_cross_entropy(logits: ArrayLike, labels: ArrayLike) -> Array:
+    """optax's ``softmax_cross_entropy``: ``-sum(labels * log_softmax(logits))``
+    over the last (class) axis, per example, with no reduction; ``labels``
+    (one-hot or probabilities) have the logits' shape. The log-softmax is
+    normalised by the row maximum (huge logits are fine; 16-bit logits are
+    computed in float32). A class whose logit is ``-inf`` (masked) is left
+    out of the sum, so it never gives NaN (optax: ``0 * -inf``).
+
+    Differentiable in both: d loss / d logits = ``sum(labels) softmax(logits)
+    - labels``, d loss / d labels = ``-log_softmax(logits)`` (0 at the
+    masked classes). Linear in the labels: the JVP binds the primitive on
+    their tangent, the transpose gives ``-ct log_softmax(logits)``; the part
+    in the logits is the JVP of the same maths in gradrules ops
+    (``rules.loss.softmax_cross_entropy_composite``).
+    """
+    op = "softmax_cross_entropy"
+    logits, labels = promote(op, {"logits": logits, "labels": labels}, "float")
+    if np.ndim(logits) < 1 or np.shape(labels) != np.shape(logits):
+        raise ValueError(f"{op_name(op)}: labels must have the shape of logits [..., classes] "
+                         f"(one-hot or probabilities), got logits with shape "
+                         f"{np.shape(logits)} and labels with shape {np.shape(labels)}")
+    return softmax_cross_entropy_p.bind(logits, labels)
+
+
+def _softmax_cross_entropy_reference(logits: ArrayLike, labels: ArrayLike) -> Array:
+    """optax's formula."""
+    return -jnp.sum(labels * jax.nn.log_softmax(logits, axis=-1), axis=-1)
+
+
+register_op(OpDef(name="softmax_cross_entropy", family=FAMILY, fn=softmax_cross_entropy,
+                  primitives=(softmax_cross_entropy_p,),
+                  reference=_softmax_cross_entropy_reference, operands=("logits", "labels"),
+                  linear=(("labels",),)))

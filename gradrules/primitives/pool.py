@@ -1,6 +1,7 @@
-"""Pooling: avg_pool2d, adaptive_avg_pool2d (linear, separable maps of the
-last two axes) and max_pool2d, which returns the values and the flat index
-(h * W + w) of each window's maximum.
+"""Pooling: avg_pool2d, avg_pool3d, adaptive_avg_pool2d (linear, separable
+maps of the last two or three axes) and max_pool2d / max_pool3d, which return
+the values and the flat index (h * W + w) of each window's maximum; the 2-D
+and 3-D ops share one formula, written for any number of spatial axes.
 
 Average pooling is a ``_separable`` map ``out = A x B^T``: a 1-D window sum
 (``reduce_window``) per axis, whose transpose primitive spreads the cotangent
@@ -14,7 +15,10 @@ scatter-add into the input (``scatter_add``); see ``rules/pool.py``.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -28,7 +32,8 @@ from ..core.args import int_pair
 from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
-from ._separable import Taps, Window, separable_primitive
+from ._separable import SEPARABLE, Taps, Window, separable_primitive
+from .conv import spatial_ints
 from .convert import promote
 
 Array = jax.Array
@@ -38,11 +43,14 @@ WINDOW_PARAMS = ("kernel_size", "stride", "padding")
 INDEX_DTYPE = np.int32
 
 
+IMAGE_AXES = {4: "[N, C, H, W]", 5: "[N, C, D, H, W]"}
+
+
 def image_operand(op: str, x: ArrayLike, rank: int = 4) -> Array:
     (x,) = promote(op, {"x": x}, "float")
     if np.ndim(x) != rank:
-        raise ValueError(f"{op_name(op)}: x must be a {rank}-D [N, C, H, W] image, got shape "
-                         f"{np.shape(x)}")
+        raise ValueError(f"{op_name(op)}: x must be a {rank}-D {IMAGE_AXES[rank]} image, got "
+                         f"shape {np.shape(x)}")
     return x
 
 
@@ -51,31 +59,51 @@ def window_out(n: int, k: int, s: int, p: int) -> int:
 
 
 def _window_params(op: str, shape: tuple[int, ...], kernel_size: Any, stride: Any,
-                   padding: Any) -> dict[str, tuple[int, int]]:
-    """torch's rules: stride defaults to the kernel, padding <= kernel / 2,
-    the kernel must fit in the padded input (ceil_mode=False)."""
-    k = int_pair(op, "kernel_size", kernel_size)
-    s = k if stride is None else int_pair(op, "stride", stride)
-    p = int_pair(op, "padding", padding, 0)
+                   padding: Any, nd: int = 2) -> dict[str, tuple[int, ...]]:
+    """torch's rules over the last ``nd`` axes: stride defaults to the
+    kernel, padding <= kernel / 2, the kernel must fit in the padded input
+    (ceil_mode=False)."""
+    k = spatial_ints(op, "kernel_size", kernel_size, nd)
+    s = k if stride is None else spatial_ints(op, "stride", stride, nd)
+    p = spatial_ints(op, "padding", padding, nd, 0)
     if any(2 * pi > ki for pi, ki in zip(p, k)):
         raise ValueError(f"{op_name(op)}: padding {p} must be at most half of kernel_size {k}")
-    if any(ki > n + 2 * pi for ki, n, pi in zip(k, shape[-2:], p)):
+    if any(ki > n + 2 * pi for ki, n, pi in zip(k, shape[len(shape) - nd:], p)):
         raise ValueError(f"{op_name(op)}: kernel_size {k} is larger than the padded input: x "
                          f"with shape {tuple(shape)}, padding {p}")
     return {"kernel_size": k, "stride": s, "padding": p}
 
 
-# -------------------------------------------------------------- avg_pool2d
-def _avg_pool2d_maps(h: int, w: int, *, kernel_size: tuple[int, int], stride: tuple[int, int],
-                     padding: tuple[int, int]) -> tuple[Window, Window]:
+def _reference_params(x: Array, kernel_size: Any, stride: Any, padding: Any, nd: int
+                      ) -> tuple:
+    """lax.reduce_window's (window, strides, padding) of a pooling."""
+    p = _window_params("reference", np.shape(x), kernel_size, stride, padding, nd)
+    lead = x.ndim - nd
+    return ((1,) * lead + p["kernel_size"], (1,) * lead + p["stride"],
+            ((0, 0),) * lead + tuple((q, q) for q in p["padding"]))
+
+
+# ---------------------------------------------------- avg_pool2d / avg_pool3d
+def _avg_pool_maps(*sizes: int, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+                   padding: tuple[int, ...]) -> tuple[Window, ...]:
     """Each axis: the mean of k pixels from i s - p (the padding's zeros count
     in the divisor k, torch's count_include_pad=True)."""
-    return tuple(Window(n, window_out(n, k, s, p), k, s, p, 1.0 / k)  # type: ignore
-                 for n, k, s, p in zip((h, w), kernel_size, stride, padding))
+    return tuple(Window(n, window_out(n, k, s, p), k, s, p, 1.0 / k)
+                 for n, k, s, p in zip(sizes, kernel_size, stride, padding))
 
 
 avg_pool2d_p, avg_pool2d_transpose_p = separable_primitive(
-    "avg_pool2d", family=FAMILY, params=WINDOW_PARAMS, maps=_avg_pool2d_maps)
+    "avg_pool2d", family=FAMILY, params=WINDOW_PARAMS, maps=_avg_pool_maps)
+avg_pool3d_p, avg_pool3d_transpose_p = separable_primitive(
+    "avg_pool3d", family=FAMILY, params=WINDOW_PARAMS, maps=_avg_pool_maps, ndim=3)
+_AVG_POOL = {2: avg_pool2d_p, 3: avg_pool3d_p}
+
+
+def _avg_pool(op: str, nd: int, x: ArrayLike, kernel_size: Any, stride: Any,
+              padding: Any) -> Array:
+    x = image_operand(op, x, nd + 2)
+    return _AVG_POOL[nd].bind(x, **_window_params(op, np.shape(x), kernel_size, stride,
+                                                  padding, nd))
 
 
 def avg_pool2d(x: ArrayLike, *, kernel_size: int | Sequence[int],
@@ -89,27 +117,31 @@ def avg_pool2d(x: ArrayLike, *, kernel_size: int | Sequence[int],
     evenly over its window (``A^T ct B``, the primitive
     ``avg_pool2d_transpose``).
     """
-    x = image_operand("avg_pool2d", x)
-    return avg_pool2d_p.bind(x, **_window_params("avg_pool2d", np.shape(x), kernel_size, stride,
-                                                 padding))
+    return _avg_pool("avg_pool2d", 2, x, kernel_size, stride, padding)
 
 
-def _reference_params(x: Array, kernel_size: Any, stride: Any, padding: Any) -> tuple:
-    p = _window_params("reference", np.shape(x), kernel_size, stride, padding)
-    k, s, (ph, pw) = p["kernel_size"], p["stride"], p["padding"]
-    return (1, 1) + k, (1, 1) + s, ((0, 0), (0, 0), (ph, ph), (pw, pw))
+def avg_pool3d(x: ArrayLike, *, kernel_size: int | Sequence[int],
+               stride: int | Sequence[int] | None = None,
+               padding: int | Sequence[int] = 0) -> Array:
+    """Mean over kd x kh x kw windows of an [N, C, D, H, W] volume (torch's
+    avg_pool3d; avg_pool2d's maps with one 1-D window average per axis, one
+    ``reduce_window``). Linear; the transpose (``avg_pool3d_transpose``)
+    spreads each cotangent evenly over its window."""
+    return _avg_pool("avg_pool3d", 3, x, kernel_size, stride, padding)
 
 
-def _avg_pool2d_reference(x: Array, *, kernel_size: Any, stride: Any = None,
-                          padding: Any = 0) -> Array:
-    win, strides, pads = _reference_params(x, kernel_size, stride, padding)
+def _avg_pool_reference(nd: int, x: Array, *, kernel_size: Any, stride: Any = None,
+                        padding: Any = 0) -> Array:
+    win, strides, pads = _reference_params(x, kernel_size, stride, padding, nd)
     total = lax.reduce_window(x, 0.0, lax.add, win, strides, pads)
-    return total / (win[2] * win[3])
+    return total / math.prod(win)
 
 
-register_op(OpDef(name="avg_pool2d", family=FAMILY, fn=avg_pool2d,
-                  primitives=(avg_pool2d_p, avg_pool2d_transpose_p),
-                  reference=_avg_pool2d_reference, operands=("x",), linear=(("x",),)))
+for _nd, _fn in ((2, avg_pool2d), (3, avg_pool3d)):
+    register_op(OpDef(name=_fn.__name__, family=FAMILY, fn=_fn,
+                      primitives=(_AVG_POOL[_nd], SEPARABLE[_AVG_POOL[_nd]][0]),
+                      reference=partial(_avg_pool_reference, _nd), operands=("x",),
+                      linear=(("x",),)))
 
 
 # ----------------------------------------------------- adaptive_avg_pool2d
@@ -174,88 +206,115 @@ register_op(OpDef(name="adaptive_avg_pool2d", family=FAMILY, fn=adaptive_avg_poo
                   linear=(("x",),)))
 
 
-# --------------------------------------------------------------- max_pool2d
-def window_indices(h: int, w: int, *, kernel_size: tuple[int, int], stride: tuple[int, int],
-                   padding: tuple[int, int]) -> np.ndarray:
-    """[oh, ow, kh * kw] flat input index (h * W + w) of each window element,
-    -1 for padding."""
-    (kh, kw), (sh, sw), (ph, pw) = kernel_size, stride, padding
-    rows = np.arange(window_out(h, kh, sh, ph))[:, None] * sh - ph + np.arange(kh)
-    cols = np.arange(window_out(w, kw, sw, pw))[:, None] * sw - pw + np.arange(kw)
-    r = rows[:, None, :, None]
-    c = cols[None, :, None, :]
-    idx = np.where((r >= 0) & (r < h) & (c >= 0) & (c < w), r * w + c, -1)
-    return idx.reshape(idx.shape[0], idx.shape[1], kh * kw)
+# ---------------------------------------------------- max_pool2d / max_pool3d
+def window_indices(*sizes: int, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+                   padding: tuple[int, ...]) -> np.ndarray:
+    """[*out, prod(kernel)] flat input index (row-major over ``sizes``, e.g.
+    h * W + w) of each window element, -1 for padding."""
+    nd = len(sizes)
+    flat: Any = 0
+    valid: Any = True
+    for d, (n, k, s, p) in enumerate(zip(sizes, kernel_size, stride, padding)):
+        shape = [1] * (2 * nd)
+        shape[d], shape[nd + d] = window_out(n, k, s, p), k
+        c = (np.arange(shape[d])[:, None] * s - p + np.arange(k)).reshape(shape)
+        valid = valid & (c >= 0) & (c < n)
+        flat = flat * n + c
+    idx = np.where(valid, flat, -1)
+    return idx.reshape(idx.shape[:nd] + (math.prod(kernel_size),))
 
 
-def _max_pool2d_infer_meta(x: Any, **params: Any) -> tuple[ShapedArray, ShapedArray]:
-    check_dtype("max_pool2d", "x", x.dtype, "float")
-    if len(x.shape) < 2:
-        raise ValueError(f"{op_name('max_pool2d')}: x must have rank >= 2, got shape {x.shape}")
-    oh, ow, _ = window_indices(*x.shape[-2:], **params).shape
-    shape = tuple(x.shape[:-2]) + (oh, ow)
+def _max_pool_infer_meta(name: str, x: Any, **params: Any) -> tuple[ShapedArray, ShapedArray]:
+    nd = len(params["kernel_size"])
+    check_dtype(name, "x", x.dtype, "float")
+    if len(x.shape) < nd:
+        raise ValueError(f"{op_name(name)}: x must have rank >= {nd}, got shape {x.shape}")
+    lead = len(x.shape) - nd
+    out = window_indices(*x.shape[lead:], **params).shape[:-1]
+    shape = tuple(x.shape[:lead]) + out
     return ShapedArray(shape, x.dtype), ShapedArray(shape, INDEX_DTYPE)
 
 
-def max_pool2d_windows(x: Array, **params: Any) -> tuple[Array, Array]:
-    """The [..., oh, ow, kh kw] windows of x (-inf for padding) and their
-    flat input indices."""
-    h, w = x.shape[-2:]
-    idx = window_indices(h, w, **params)
-    flat = x.reshape(*x.shape[:-2], h * w)
+def max_pool_windows(x: Array, **params: Any) -> tuple[Array, Array]:
+    """The [..., *out, prod(kernel)] windows of x (-inf for padding) and
+    their flat input indices."""
+    nd = len(params["kernel_size"])
+    sizes = x.shape[x.ndim - nd:]
+    size = math.prod(sizes)
+    idx = window_indices(*sizes, **params)
+    flat = x.reshape(*x.shape[:x.ndim - nd], size)
     flat = jnp.concatenate([flat, jnp.full(flat.shape[:-1] + (1,), -jnp.inf, x.dtype)], -1)
-    return jnp.take(flat, np.where(idx < 0, h * w, idx), axis=-1), jnp.asarray(idx)
+    return jnp.take(flat, np.where(idx < 0, size, idx), axis=-1), jnp.asarray(idx)
 
 
 def _argmax_indices(x: Array, **params: Any) -> tuple[Array, Array]:
     """(values, flat input indices) of the first maximum of each window, by
     an argmax over all the windows gathered (the reference's way; the
     primitive compares strided slices instead)."""
-    windows, idx = max_pool2d_windows(x, **params)
+    windows, idx = max_pool_windows(x, **params)
     arg = jnp.argmax(windows, axis=-1)[..., None]
     values = jnp.take_along_axis(windows, arg, axis=-1)[..., 0]
     index = jnp.take_along_axis(jnp.broadcast_to(idx, windows.shape), arg, axis=-1)[..., 0]
     return values, index.astype(INDEX_DTYPE)
 
 
-def _max_pool2d_impl(x: Array, *, kernel_size: tuple[int, int], stride: tuple[int, int],
-                     padding: tuple[int, int]) -> list[Array]:
-    """The values as one ``reduce_window`` max; the indices from kh kw
-    strided slices of x, each compared with the values: the first (row-major)
-    window position that holds the maximum (or a NaN), padding excluded.
-    Where only the values are used, XLA drops the index computation."""
-    (kh, kw), (sh, sw), (ph, pw) = kernel_size, stride, padding
-    lead = x.ndim - 2
-    h, w = x.shape[-2:]
-    values = lax.reduce_window(x, -jnp.inf, lax.max, (1,) * lead + (kh, kw),
-                               (1,) * lead + (sh, sw), ((0, 0),) * lead + ((ph, ph), (pw, pw)))
-    oh, ow = values.shape[-2:]
-    hi = (max(0, (oh - 1) * sh + kh - h - ph), max(0, (ow - 1) * sw + kw - w - pw))
+def _max_pool_impl(x: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+                   padding: tuple[int, ...]) -> list[Array]:
+    """The values as one ``reduce_window`` max; the indices from prod(kernel)
+    strided slices of x, each compared with the values: the first
+    (row-major) window position that holds the maximum (or a NaN), padding
+    excluded. Where only the values are used, XLA drops the index
+    computation."""
+    nd = len(kernel_size)
+    lead = x.ndim - nd
+    sizes = x.shape[lead:]
+    values = lax.reduce_window(x, -jnp.inf, lax.max, (1,) * lead + kernel_size,
+                               (1,) * lead + stride, ((0, 0),) * lead + tuple(
+                                   (p, p) for p in padding))
+    out = values.shape[lead:]
+    hi = [max(0, (o - 1) * s + k - n - p)
+          for o, s, k, n, p in zip(out, stride, kernel_size, sizes, padding)]
     xp = lax.pad(x, jnp.asarray(-jnp.inf, x.dtype),
-                 ((0, 0, 0),) * lead + ((ph, hi[0], 0), (pw, hi[1], 0)))
+                 ((0, 0, 0),) * lead + tuple((p, h, 0) for p, h in zip(padding, hi)))
     index = jnp.zeros(values.shape, INDEX_DTYPE)
-    for i in reversed(range(kh)):          # the last write is the first hit
-        for j in reversed(range(kw)):
-            rows = np.arange(oh) * sh - ph + i
-            cols = np.arange(ow) * sw - pw + j
-            valid = ((rows >= 0) & (rows < h))[:, None] & ((cols >= 0) & (cols < w))[None, :]
-            if not valid.any():
-                continue
-            part = lax.slice(xp, (0,) * lead + (i, j),
-                             tuple(xp.shape[:lead]) + (i + (oh - 1) * sh + 1,
-                                                       j + (ow - 1) * sw + 1),
-                             (1,) * lead + (sh, sw))
-            hit = (part == values) | jnp.isnan(part)
-            if not valid.all():
-                hit = hit & valid
-            flat = (rows[:, None] * w + cols[None, :]).astype(INDEX_DTYPE)
-            index = jnp.where(hit, flat, index)
+    # the last write is the first hit
+    for offset in reversed(list(itertools.product(*map(range, kernel_size)))):
+        coords = [np.arange(o) * s - p + i for o, s, p, i in zip(out, stride, padding, offset)]
+        valid = np.ones(out, bool)
+        flat = np.zeros(out, np.int64)
+        for d, (c, n) in enumerate(zip(coords, sizes)):
+            c = c.reshape([-1 if e == d else 1 for e in range(nd)])
+            valid = valid & (c >= 0) & (c < n)
+            flat = flat * n + c
+        if not valid.any():
+            continue
+        part = lax.slice(xp, (0,) * lead + offset,
+                         tuple(xp.shape[:lead]) + tuple(i + (o - 1) * s + 1 for i, o, s in
+                                                        zip(offset, out, stride)),
+                         (1,) * lead + stride)
+        hit = (part == values) | jnp.isnan(part)
+        if not valid.all():
+            hit = hit & valid
+        index = jnp.where(hit, flat.astype(INDEX_DTYPE), index)
     return [values, index]
 
 
 max_pool2d_p = define_primitive("max_pool2d", family=FAMILY, operands=("x",),
-                                params=WINDOW_PARAMS, infer_meta=_max_pool2d_infer_meta,
-                                impl=_max_pool2d_impl, multiple_results=True)
+                                params=WINDOW_PARAMS,
+                                infer_meta=partial(_max_pool_infer_meta, "max_pool2d"),
+                                impl=_max_pool_impl, multiple_results=True)
+max_pool3d_p = define_primitive("max_pool3d", family=FAMILY, operands=("x",),
+                                params=WINDOW_PARAMS,
+                                infer_meta=partial(_max_pool_infer_meta, "max_pool3d"),
+                                impl=_max_pool_impl, multiple_results=True)
+_MAX_POOL = {2: max_pool2d_p, 3: max_pool3d_p}
+
+
+def _max_pool(op: str, nd: int, x: ArrayLike, kernel_size: Any, stride: Any,
+              padding: Any) -> tuple[Array, Array]:
+    x = image_operand(op, x, nd + 2)
+    return tuple(_MAX_POOL[nd].bind(x, **_window_params(op, np.shape(x), kernel_size, stride,
+                                                        padding, nd)))  # type: ignore
 
 
 def max_pool2d(x: ArrayLike, *, kernel_size: int | Sequence[int],
@@ -269,20 +328,30 @@ def max_pool2d(x: ArrayLike, *, kernel_size: int | Sequence[int],
     The tangent of the values is the input tangent gathered at the indices,
     so the gradient goes to the argmax only; the indices take no tangent.
     """
-    x = image_operand("max_pool2d", x)
-    return tuple(max_pool2d_p.bind(x, **_window_params("max_pool2d", np.shape(x), kernel_size,
-                                                       stride, padding)))  # type: ignore
+    return _max_pool("max_pool2d", 2, x, kernel_size, stride, padding)
 
 
-def _max_pool2d_reference(x: Array, *, kernel_size: Any, stride: Any = None,
-                          padding: Any = 0) -> tuple[Array, Array]:
+def max_pool3d(x: ArrayLike, *, kernel_size: int | Sequence[int],
+               stride: int | Sequence[int] | None = None,
+               padding: int | Sequence[int] = 0) -> tuple[Array, Array]:
+    """Max over kd x kh x kw windows of an [N, C, D, H, W] volume -> (values,
+    indices), indices the int32 flat position (d H + h) W + w of the maximum
+    in its input volume (torch's max_pool3d with return_indices; the first
+    one on a tie). max_pool2d's rules: the tangent is the input tangent
+    gathered at the indices, the gradient a scatter-add there."""
+    return _max_pool("max_pool3d", 3, x, kernel_size, stride, padding)
+
+
+def _max_pool_reference(nd: int, x: Array, *, kernel_size: Any, stride: Any = None,
+                        padding: Any = 0) -> tuple[Array, Array]:
     """Values from lax.reduce_window (JAX's own max pool and its derivative);
     indices from the argmax of the windows."""
-    win, strides, pads = _reference_params(x, kernel_size, stride, padding)
+    win, strides, pads = _reference_params(x, kernel_size, stride, padding, nd)
     values = lax.reduce_window(x, -jnp.inf, lax.max, win, strides, pads)
-    p = _window_params("reference", np.shape(x), kernel_size, stride, padding)
+    p = _window_params("reference", np.shape(x), kernel_size, stride, padding, nd)
     return values, _argmax_indices(lax.stop_gradient(x), **p)[1]
 
 
-register_op(OpDef(name="max_pool2d", family=FAMILY, fn=max_pool2d, primitives=(max_pool2d_p,),
-                  reference=_max_pool2d_reference, operands=("x",)))
+for _nd, _fn in ((2, max_pool2d), (3, max_pool3d)):
+    register_op(OpDef(name=_fn.__name__, family=FAMILY, fn=_fn, primitives=(_MAX_POOL[_nd],),
+                      reference=partial(_max_pool_reference, _nd), operands=("x",)))

@@ -1,5 +1,20 @@
 """Reductions over ``axis=None | int | tuple`` with ``keepdims``: sum, mean,
 prod, max (alias amax), min (alias amin), var, std, var_mean, logsumexp.
+As in jax.numpy, ``axis`` may be given positionally (``sum(x, 0)``) and all
+but var_mean take ``where=``, a bool array broadcastable to x's shape that
+selects the entries reduced (max and min then need ``initial=``, as in
+jax.numpy).
+
+``where=`` adds no formula: the public function masks x with catalog ops
+before the op's own primitive (``_masked``): sum, prod and logsumexp
+reduce ``where(w, x, identity)`` (0, 1, -inf); max and min the same with
+-inf / +inf, then combine with ``initial``; mean divides the masked sum by
+the count of selected entries; var and std fill the excluded entries with
+the masked mean (so they add nothing to the squares) and rescale the
+population moment by ``n / (count - correction)``. Excluded entries thus
+get derivative 0 at every order through ``where``'s rules, and a slice
+with nothing selected gives jax.numpy's value (0, 1, -inf, ``initial``, or
+NaN for mean, var and std) with zero derivatives, never NaN.
 
 ``sum`` lives here from the start: the transposes of every broadcasting op
 reduce with it. Every reduction primitive takes the params ``axes`` (a sorted
@@ -20,12 +35,16 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import Primitive, ShapedArray
-from ..core.args import bool_param, number_param
+from ..core.args import as_array, bool_param, number_param
 from ..core.meta import check_dtype, normalize_axes, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._fused import log_sum_exp, upcast
-from .convert import promote
+from .arithmetic import divide, maximum, minimum, multiply, subtract
+from .compare import gt, where as gr_where
+from .convert import convert_element_type, promote
+from .shape import broadcast_to
+from .unary import sqrt
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -82,13 +101,71 @@ def reduction_args(op: str, x: Any, axis: Axis, keepdims: bool, kind: str) -> tu
     return x, {"axes": normalize_axes(op, axis, np.ndim(x)), "keepdims": keepdims}
 
 
-def _reduction_op(prim: Primitive, kind: str, doc: str) -> Callable[..., Array]:
-    """The public function ``f(x, *, axis=None, keepdims=False)`` of a
-    reduction primitive without other params."""
+def where_arg(op: str, where: Any, x: Any) -> Any:
+    """A ``where=`` argument: a bool array that broadcasts to x's shape
+    (never beyond it), returned broadcast to it (a catalog broadcast_to)."""
+    where = as_array(op, "where", where)
+    dtype = jnp.result_type(where)
+    if dtype != np.bool_:
+        raise TypeError(f"{op_name(op)}: where must be a bool array, got dtype {dtype}")
+    shape, wshape = tuple(np.shape(x)), tuple(np.shape(where))
+    try:
+        fits = np.broadcast_shapes(wshape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"{op_name(op)}: where with shape {wshape} does not broadcast to "
+                         f"the shape {shape} of x")
+    return where if wshape == shape else broadcast_to(where, shape)
+
+
+def _masked(op: str, x: Any, where: Any, fill: Any) -> Any:
+    """x where ``where`` holds, ``fill`` (a number, or an array that
+    broadcasts to x) elsewhere: the input of a reduction with ``where=``."""
+    fill = np.asarray(fill, jnp.result_type(x)) if isinstance(fill, float) else fill
+    return gr_where(where_arg(op, where, x), x, fill)
+
+
+def _count(w: Any, like: Any, params: dict) -> Any:
+    """How many entries ``w`` (bool, x's shape) selects per output element,
+    in the dtype of ``like``."""
+    return sum_p.bind(convert_element_type(w, dtype=jnp.result_type(like)), **params)
+
+
+def _safe_divide(total: Any, count: Any) -> tuple[Any, Any]:
+    """``(count > 0, total / count)``, the division by 1 where ``count <= 0``
+    (so that no derivative there is 0 / 0)."""
+    valid = gt(count, 0.0)
+    return valid, divide(total, gr_where(valid, count, np.ones((), jnp.result_type(count))))
+
+
+def _per_count(total: Any, count: Any) -> Any:
+    """``total / count``, NaN where ``count <= 0`` (as jax.numpy) with a
+    zero derivative there."""
+    valid, out = _safe_divide(total, count)
+    return gr_where(valid, out, np.full((), np.nan, jnp.result_type(out)))
+
+
+def _identity(kind: str, dtype: Any) -> Any:
+    """The identity of max (``kind="max"``: the lowest value of dtype) or min."""
+    dtype = np.dtype(dtype)
+    if jnp.issubdtype(dtype, jnp.floating):
+        return np.asarray(-np.inf if kind == "max" else np.inf, dtype)
+    info = jnp.iinfo(dtype)
+    return np.asarray(info.min if kind == "max" else info.max, dtype)
+
+
+def _reduction_op(prim: Primitive, kind: str, fill: float, doc: str) -> Callable[..., Array]:
+    """The public function ``f(x, axis=None, *, keepdims=False, where=None)``
+    of a reduction primitive without other params, whose ``where=`` reduces
+    x with ``fill`` (the reduction's identity) at the excluded entries."""
     name = prim.name
 
-    def fn(x: ArrayLike, *, axis: Axis = None, keepdims: bool = False) -> Array:
+    def fn(x: ArrayLike, axis: Axis = None, *, keepdims: bool = False,
+           where: ArrayLike | None = None) -> Array:
         x, params = reduction_args(name, x, axis, keepdims, kind)
+        if where is not None:
+            x = _masked(name, x, where, fill)
         return prim.bind(x, **params)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -96,10 +173,11 @@ def _reduction_op(prim: Primitive, kind: str, doc: str) -> Callable[..., Array]:
 
 
 def _reduction_reference(fn: Callable[..., Array]) -> Callable[..., Array]:
-    """The reference ``fn(x, axis=axis, keepdims=keepdims)`` of a reduction
-    (a jax.numpy one)."""
-    def reference(x: ArrayLike, *, axis: Axis = None, keepdims: bool = False) -> Array:
-        return fn(x, axis=axis, keepdims=keepdims)
+    """The reference ``fn(x, axis=axis, keepdims=keepdims, **kwargs)`` of a
+    reduction (a jax.numpy one; ``where=``, ``initial=`` passed on)."""
+    def reference(x: ArrayLike, axis: Axis = None, *, keepdims: bool = False,
+                  **kwargs: Any) -> Array:
+        return fn(x, axis=axis, keepdims=keepdims, **kwargs)
     return reference
 
 
@@ -110,8 +188,9 @@ def _sum_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
 
 sum_p = define_primitive("sum", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
                          infer_meta=reduction_meta("sum", "numeric"), impl=_sum_impl)
-sum = _reduction_op(sum_p, "numeric", """``sum_{i in axis} x_i``. Linear; its transpose
-broadcasts the cotangent back over the reduced axes.""")  # noqa: A001
+sum = _reduction_op(sum_p, "numeric", 0.0, """``sum_{i in axis} x_i`` (over the entries
+``where`` selects). Linear; its transpose broadcasts the cotangent back over
+the reduced axes.""")  # noqa: A001
 register_op(OpDef(name="sum", family=FAMILY, fn=sum, primitives=(sum_p,),
                   reference=_reduction_reference(jnp.sum), operands=("x",), linear=(("x",),)))
 
@@ -123,11 +202,22 @@ def _mean_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
 
 mean_p = define_primitive("mean", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
                           infer_meta=reduction_meta("mean", "float"), impl=_mean_impl)
-mean = _reduction_op(mean_p, "float", """``sum_{i in axis} x_i / n``, n the number of
-reduced elements (NaN over a size-0 axis, as jax.numpy).
+def mean(x: ArrayLike, axis: Axis = None, *, keepdims: bool = False,
+         where: ArrayLike | None = None) -> Array:
+    """``sum_{i in axis} x_i / n``, n the number of reduced elements (NaN over
+    a size-0 axis, as jax.numpy). With ``where``: the sum of the selected
+    entries over their count (NaN where nothing is selected, with
+    derivative 0).
 
-Linear: tangent mean(t); the transpose broadcasts ct / n back over the
-reduced axes.""")
+    Linear: tangent mean(t); the transpose broadcasts ct / n back over the
+    reduced axes.
+    """
+    x, params = reduction_args("mean", x, axis, keepdims, "float")
+    if where is None:
+        return mean_p.bind(x, **params)
+    w = where_arg("mean", where, x)
+    return _per_count(sum_p.bind(gr_where(w, x, np.zeros((), jnp.result_type(x))), **params),
+                      _count(w, x, params))
 register_op(OpDef(name="mean", family=FAMILY, fn=mean, primitives=(mean_p,),
                   reference=_reduction_reference(jnp.mean), operands=("x",), linear=(("x",),)))
 
@@ -139,7 +229,8 @@ def _prod_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
 
 prod_p = define_primitive("prod", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
                           infer_meta=reduction_meta("prod", "numeric"), impl=_prod_impl)
-prod = _reduction_op(prod_p, "numeric", """``prod_{i in axis} x_i`` (1 over a size-0 axis).
+prod = _reduction_op(prod_p, "numeric", 1.0, """``prod_{i in axis} x_i`` (1 over a size-0 axis;
+over the entries ``where`` selects).
 
 d out / d x_i = prod_{j != i} x_j, the product of the others, computed as the
 product of exclusive prefix and suffix products (``cumprod(exclusive=True)``)
@@ -157,11 +248,40 @@ def _max_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
 max_p = define_primitive("max", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
                          infer_meta=reduction_meta("max", "numeric", nonempty=True),
                          impl=_max_impl)
-max = _reduction_op(max_p, "numeric", """``max_{i in axis} x_i`` (alias ``amax``); a size-0
-reduced axis is an error.
+def _extremum(prim: Primitive, combine: Callable[..., Array], x: Any, axis: Axis,
+              keepdims: bool, initial: Any, where: Any) -> Array:
+    """max or min (``prim``) with jax.numpy's ``initial`` and ``where``:
+    the excluded entries become the identity (-inf / +inf, or the integer
+    extreme) and the result is ``combine``d (maximum / minimum) with
+    ``initial``; over a size-0 axis the result is ``initial``."""
+    name = prim.name
+    x, params = reduction_args(name, x, axis, keepdims, "numeric")
+    if initial is None:
+        if where is not None:
+            raise ValueError(f"{op_name(name)}: where= needs initial= ({name} has no identity "
+                             "to give a slice with nothing selected), as in jax.numpy")
+        return prim.bind(x, **params)
+    dtype = jnp.result_type(x)
+    initial = np.asarray(number_param(name, "initial", initial, allow_inf=True), dtype)
+    if reduced_size(np.shape(x), params["axes"]) == 0:
+        return broadcast_to(initial, reduced_shape(np.shape(x), **params))
+    if where is not None:
+        x = _masked(name, x, where, _identity(name, dtype))
+    return combine(prim.bind(x, **params), initial)
 
-d out / d x_i = [x_i == out] / count, count = sum [x_j == out]: ties share the
-gradient evenly (as Paddle's amax and the core IR).""")
+
+def max(x: ArrayLike, axis: Axis = None, *, keepdims: bool = False,  # noqa: A001
+        initial: Any = None, where: ArrayLike | None = None) -> Array:
+    """``max_{i in axis} x_i`` (alias ``amax``); a size-0 reduced axis is an
+    error unless ``initial`` is given. As jax.numpy: with ``initial`` the
+    result is ``maximum(initial, max)``, and ``where`` (which needs
+    ``initial``) selects the entries reduced.
+
+    d out / d x_i = [x_i == out] / count, count = sum [x_j == out]: ties share
+    the gradient evenly (as Paddle's amax and the core IR); excluded entries
+    get 0.
+    """
+    return _extremum(max_p, maximum, x, axis, keepdims, initial, where)
 amax = max
 register_op(OpDef(name="max", family=FAMILY, fn=max, primitives=(max_p,),
                   reference=_reduction_reference(jnp.max), operands=("x",), aliases=("amax",)))
@@ -175,10 +295,14 @@ def _min_impl(x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
 min_p = define_primitive("min", family=FAMILY, operands=("x",), params=("axes", "keepdims"),
                          infer_meta=reduction_meta("min", "numeric", nonempty=True),
                          impl=_min_impl)
-min = _reduction_op(min_p, "numeric", """``min_{i in axis} x_i`` (alias ``amin``); a size-0
-reduced axis is an error.
+def min(x: ArrayLike, axis: Axis = None, *, keepdims: bool = False,  # noqa: A001
+        initial: Any = None, where: ArrayLike | None = None) -> Array:
+    """``min_{i in axis} x_i`` (alias ``amin``); ``initial`` and ``where`` as
+    for ``max``.
 
-d out / d x_i = [x_i == out] / count: ties share the gradient evenly.""")
+    d out / d x_i = [x_i == out] / count: ties share the gradient evenly.
+    """
+    return _extremum(min_p, minimum, x, axis, keepdims, initial, where)
 amin = min
 register_op(OpDef(name="min", family=FAMILY, fn=min, primitives=(min_p,),
                   reference=_reduction_reference(jnp.min), operands=("x",), aliases=("amin",)))
@@ -239,23 +363,46 @@ var_p = define_primitive("var", family=FAMILY, operands=("x",), params=_MOMENT_P
                          infer_meta=_moment_meta("var", 1), impl=_var_impl)
 
 
-def var(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
-        keepdims: bool = False) -> Array:
+def _masked_moment(prim: Primitive, x: Any, where: Any, params: dict) -> Array:
+    """var or std (``prim``) of the entries ``where`` selects, through the
+    op's own primitive: the excluded entries are set to the masked mean m
+    (so they add nothing to ``sum((x - m)**2)`` and do not move the mean),
+    the population moment of that is taken and rescaled by ``n / (count -
+    correction)`` (its square root for std). NaN where ``count <=
+    correction``, as jax.numpy, with derivative 0 there."""
+    axes, keepdims = params["axes"], params["keepdims"]
+    dtype = jnp.result_type(x)
+    w = where_arg(prim.name, where, x)
+    kept = {"axes": axes, "keepdims": True}
+    _, m = _safe_divide(sum_p.bind(gr_where(w, x, np.zeros((), dtype)), **kept),
+                        _count(w, x, kept))
+    moment = prim.bind(gr_where(w, x, m), axes=axes, correction=0.0, keepdims=keepdims)
+    denom = subtract(_count(w, x, {"axes": axes, "keepdims": keepdims}), params["correction"])
+    valid, ratio = _safe_divide(np.asarray(reduced_size(np.shape(x), axes), dtype), denom)
+    ratio = ratio if prim is var_p else sqrt(ratio)
+    return gr_where(valid, multiply(moment, ratio), np.full((), np.nan, dtype))
+
+
+def var(x: ArrayLike, axis: Axis = None, *, correction: float = 1, keepdims: bool = False,
+        where: ArrayLike | None = None) -> Array:
     """``sum_{i in axis} (x_i - mean)**2 / (n - correction)`` (the unbiased
     estimate by default; ``correction=0`` the population variance). With
     n <= correction the result is NaN, as in jax.numpy. The default
     differs from ``jnp.var``'s ``correction=0`` on purpose, as torch and
     Paddle's do (README, "Where gradrules differs from jax.numpy").
 
-    d var / d x_i = 2 (x_i - mean) / (n - correction).
+    d var / d x_i = 2 (x_i - mean) / (n - correction). ``where`` selects
+    the entries (n their count; ``_masked_moment``).
     """
     x, params = _moment_args("var", x, axis, correction, keepdims)
+    if where is not None:
+        return _masked_moment(var_p, x, where, params)
     return var_p.bind(x, **params)
 
 
-def _var_reference(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
-                   keepdims: bool = False) -> Array:
-    return jnp.var(x, axis, keepdims=keepdims, correction=correction)
+def _var_reference(x: ArrayLike, axis: Axis = None, *, correction: float = 1,
+                   keepdims: bool = False, where: ArrayLike | None = None) -> Array:
+    return jnp.var(x, axis, keepdims=keepdims, correction=correction, where=where)
 
 
 register_op(OpDef(name="var", family=FAMILY, fn=var, primitives=(var_p,),
@@ -270,21 +417,24 @@ std_p = define_primitive("std", family=FAMILY, operands=("x",), params=_MOMENT_P
                          infer_meta=_moment_meta("std", 1), impl=_std_impl)
 
 
-def std(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
-        keepdims: bool = False) -> Array:
+def std(x: ArrayLike, axis: Axis = None, *, correction: float = 1, keepdims: bool = False,
+        where: ArrayLike | None = None) -> Array:
     """``sqrt(var(x, axis, correction))``, ``correction=1`` by default as
     ``var`` (``jnp.std``: 0).
 
     d std / d x_i = (x_i - mean) / ((n - correction) std); where the variance
     is 0 the derivative is 0 (not 0 / 0), and so are all higher derivatives.
+    ``where`` as for ``var``.
     """
     x, params = _moment_args("std", x, axis, correction, keepdims)
+    if where is not None:
+        return _masked_moment(std_p, x, where, params)
     return std_p.bind(x, **params)
 
 
-def _std_reference(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
-                   keepdims: bool = False) -> Array:
-    return jnp.std(x, axis, keepdims=keepdims, correction=correction)
+def _std_reference(x: ArrayLike, axis: Axis = None, *, correction: float = 1,
+                   keepdims: bool = False, where: ArrayLike | None = None) -> Array:
+    return jnp.std(x, axis, keepdims=keepdims, correction=correction, where=where)
 
 
 register_op(OpDef(name="std", family=FAMILY, fn=std, primitives=(std_p,),
@@ -301,7 +451,7 @@ var_mean_p = define_primitive("var_mean", family=FAMILY, operands=("x",),
                               impl=_var_mean_impl, multiple_results=True)
 
 
-def var_mean(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
+def var_mean(x: ArrayLike, axis: Axis = None, *, correction: float = 1,
              keepdims: bool = False) -> tuple[Array, Array]:
     """``(var(x, ...), mean(x, ...))`` in one primitive; the derivatives are
     those of var and mean."""
@@ -310,7 +460,7 @@ def var_mean(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
     return v, m
 
 
-def _var_mean_reference(x: ArrayLike, *, axis: Axis = None, correction: float = 1,
+def _var_mean_reference(x: ArrayLike, axis: Axis = None, *, correction: float = 1,
                         keepdims: bool = False) -> tuple[Array, Array]:
     return (_var_reference(x, axis=axis, correction=correction, keepdims=keepdims),
             jnp.mean(x, axis, keepdims=keepdims))
@@ -333,8 +483,9 @@ logsumexp_p = define_primitive("logsumexp", family=FAMILY, operands=("x",),
                                params=("axes", "keepdims"),
                                infer_meta=reduction_meta("logsumexp", "float"),
                                impl=_logsumexp_impl)
-logsumexp = _reduction_op(logsumexp_p, "float", """``log sum_{i in axis} exp(x_i)``,
-computed with the maximum subtracted (-inf over a size-0 axis).
+logsumexp = _reduction_op(logsumexp_p, "float", -np.inf, """``log sum_{i in axis} exp(x_i)``,
+computed with the maximum subtracted (-inf over a size-0 axis; over the
+entries ``where`` selects, -inf where it selects none).
 
 d out / d x_i = exp(x_i - m) / sum_j exp(x_j - m), m the maximum (the
 softmax, normalised by the maximum rather than by the rounded output). 16-bit

@@ -1,5 +1,5 @@
 """Resampling: upsample2d (nearest, bilinear), pixel_shuffle / pixel_unshuffle,
-unpatchify / patchify, grid_sample2d.
+unpatchify / patchify (grid_sample is the ``grid`` family's).
 
 Each primitive acts on the trailing image axes and takes any leading axes, so
 batching moves the batch axis in front and binds once. upsample2d is a
@@ -24,7 +24,7 @@ import jax.numpy as jnp
 
 from .._jax import ShapedArray
 from ..core.args import bool_param, choice_param, int_pair, int_param
-from ..core.meta import check_dtype, op_name, same_dtype
+from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from .convert import promote
@@ -342,105 +342,3 @@ def _patchify_reference(x: Array, *, grid_h: int, grid_w: int, patch_size: int,
 
 register_op(OpDef(name="patchify", family=FAMILY, fn=patchify, primitives=(patchify_p,),
                   reference=_patchify_reference, operands=("x",), linear=(("x",),)))
-
-
-# ------------------------------------------------------------ grid_sample2d
-def _grid_sample2d_infer_meta(x: Any, grid: Any, *, derivative: tuple[int, int],
-                              align_corners: bool) -> ShapedArray:
-    op = "grid_sample2d"
-    dtype = same_dtype(op, {"x": x, "grid": grid})
-    check_dtype(op, "x", dtype, "float")
-    if (len(x.shape) != 4 or len(grid.shape) != 4 or grid.shape[-1] != 2
-            or grid.shape[0] != x.shape[0]):
-        raise ValueError(f"{op_name(op)}: x must be [N, C, H, W] and grid [N, Ho, Wo, 2]; got x "
-                         f"with shape {tuple(x.shape)} and grid with shape {tuple(grid.shape)}")
-    n, c = x.shape[:2]
-    return ShapedArray((n, c) + tuple(grid.shape[1:3]), dtype)
-
-
-def _unnormalize(g: Array, size: int, align_corners: bool) -> tuple[Array, float]:
-    """Pixel coordinate of a normalised one, and d(pixel)/d(normalised)."""
-    if align_corners:
-        return (g + 1) * (size - 1) / 2, (size - 1) / 2
-    return ((g + 1) * size - 1) / 2, size / 2
-
-
-def grid_sample2d_reference(x: Array, grid: Array, *, derivative: tuple[int, int] = (0, 0),
-                            align_corners: bool = False) -> Array:
-    """Bilinear sampling with zero padding, in plain jax.numpy. ``derivative``
-    (a, b) replaces the x- (a = 1) / y- (b = 1) interpolation weights by their
-    derivative with respect to the normalised grid coordinate."""
-    n, c, h, w = x.shape
-    ix, sx = _unnormalize(grid[..., 0], w, align_corners)
-    iy, sy = _unnormalize(grid[..., 1], h, align_corners)
-    x0, y0 = jnp.floor(ix), jnp.floor(iy)
-    fx, fy = ix - x0, iy - y0
-    wx = ((1 - fx, fx) if derivative[0] == 0 else (-sx + 0 * fx, sx + 0 * fx))
-    wy = ((1 - fy, fy) if derivative[1] == 0 else (-sy + 0 * fy, sy + 0 * fy))
-    flat = x.reshape(n, c, h * w)
-    out = jnp.zeros((n, c) + grid.shape[1:3], x.dtype)
-    for dy in (0, 1):
-        for dx in (0, 1):
-            cx, cy = x0 + dx, y0 + dy
-            valid = (cx >= 0) & (cx <= w - 1) & (cy >= 0) & (cy <= h - 1)
-            idx = (jnp.clip(cy, 0, h - 1) * w + jnp.clip(cx, 0, w - 1)).astype(jnp.int32)
-            v = jnp.take_along_axis(flat, idx.reshape(n, 1, out.shape[2] * out.shape[3]),
-                                    axis=2).reshape(out.shape)
-            weight = jnp.where(valid, wx[dx] * wy[dy], 0)
-            out = out + v * weight[:, None]
-    return out.astype(x.dtype)
-
-
-grid_sample2d_p = define_primitive("grid_sample2d", family=FAMILY, operands=("x", "grid"),
-                                   params=("derivative", "align_corners"),
-                                   infer_meta=_grid_sample2d_infer_meta,
-                                   impl=grid_sample2d_reference)
-
-
-def _grid_sample2d_transpose_infer_meta(ct: Any, grid: Any, *, derivative: tuple[int, int],
-                                        align_corners: bool, size: tuple[int, int]
-                                        ) -> ShapedArray:
-    dtype = same_dtype("grid_sample2d", {"ct": ct, "grid": grid})
-    return ShapedArray(tuple(ct.shape[:2]) + tuple(size), dtype)
-
-
-def _grid_sample2d_transpose_impl(ct: Array, grid: Array, *, derivative: tuple[int, int],
-                                  align_corners: bool, size: tuple[int, int]) -> Array:
-    """The adjoint of grid_sample2d in x: scatter-add ct with the same weights."""
-    def sample(x: Array) -> Array:
-        return grid_sample2d_reference(x, grid, derivative=derivative,
-                                       align_corners=align_corners)
-    _, vjp = jax.vjp(sample, jnp.zeros(tuple(ct.shape[:2]) + tuple(size), ct.dtype))
-    return vjp(ct)[0]
-
-
-grid_sample2d_transpose_p = define_primitive(
-    "grid_sample2d_transpose", family=FAMILY, operands=("ct", "grid"),
-    params=("derivative", "align_corners", "size"),
-    infer_meta=_grid_sample2d_transpose_infer_meta, impl=_grid_sample2d_transpose_impl)
-
-
-def grid_sample2d(x: ArrayLike, grid: ArrayLike, *, align_corners: bool = False) -> Array:
-    """Sample the [N, C, H, W] image x at the points of grid [N, Ho, Wo, 2]
-    (normalised (x, y) in [-1, 1]), bilinear with zero padding (torch's
-    grid_sample; ``align_corners=False`` by default, as torch).
-
-    Linear in x: its transpose scatters the cotangent with the same bilinear
-    weights. The derivative in the grid is the same sampling with one
-    direction's weights (1 - f, f) replaced by their derivative (-s, s)
-    (s = d pixel / d grid): a ``derivative`` param of the primitive, whose
-    own derivative in that direction is 0 (the weights are piecewise linear).
-    """
-    op = "grid_sample2d"
-    x, grid = promote(op, {"x": x, "grid": grid}, "float")
-    return grid_sample2d_p.bind(x, grid, derivative=(0, 0),
-                                align_corners=bool_param(op, "align_corners", align_corners))
-
-
-def _grid_sample2d_ref(x: Array, grid: Array, *, align_corners: bool = False) -> Array:
-    return grid_sample2d_reference(x, grid, align_corners=align_corners)
-
-
-register_op(OpDef(name="grid_sample2d", family=FAMILY, fn=grid_sample2d,
-                  primitives=(grid_sample2d_p, grid_sample2d_transpose_p),
-                  reference=_grid_sample2d_ref, operands=("x", "grid"), linear=(("x",),)))

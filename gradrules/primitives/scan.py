@@ -1,6 +1,6 @@
-"""Scans along one axis: cumsum, cumprod, cummax, and the helper
-``linear_recurrence`` that the derivatives of cumprod (and so of prod) are
-made of.
+"""Scans along one axis: cumsum, cumprod, cummax, logcumsumexp, and the
+helper ``linear_recurrence`` that the derivatives of cumprod (and so of prod)
+and of logcumsumexp are made of.
 
 Every scan primitive takes the params ``axis`` (a non-negative int) and
 ``reverse`` (scan from the last element to the first) and keeps the shape of
@@ -171,6 +171,43 @@ def cummax(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
 
 register_op(OpDef(name="cummax", family=FAMILY, fn=cummax, primitives=(cummax_p,),
                   reference=partial(_scan_reference, lax.cummax), operands=("x",)))
+
+
+# ----------------------------------------------------------- logcumsumexp
+def _logcumsumexp_impl(x: Array, *, axis: int, reverse: bool) -> Array:
+    """An associative scan of logaddexp: lax.cumlogsumexp lowers to a
+    reduce_window on the CPU, O(n) work per element (20x slower at n = 1448)."""
+    if x.shape[axis] == 0:
+        return x
+    return lax.associative_scan(jnp.logaddexp, x, reverse=reverse, axis=axis)
+
+
+logcumsumexp_p = define_primitive("logcumsumexp", family=FAMILY, operands=("x",),
+                                  params=("axis", "reverse"),
+                                  infer_meta=_scan_meta("logcumsumexp", "float"),
+                                  impl=_logcumsumexp_impl)
+
+
+def logcumsumexp(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
+    """Running log-sum-exp along ``axis``: ``out_i = log sum_{j <= i} exp(x_j)``
+    (``j >= i`` with ``reverse``; torch.logcumsumexp, lax.cumlogsumexp),
+    computed without overflow; -inf while every entry so far is -inf.
+
+    Derivative: ``t_out_i = sum_{j <= i} exp(x_j - out_i) t_j``, a running
+    softmax-weighted sum. It is the recurrence ``u_i = a_i u_{i-1} + w_i t_i``
+    with ``w_i = exp(x_i - out_i)`` and ``a_i = exp(out_{i-1} - out_i) = 1 -
+    w_i``, both in [0, 1]: ``linear_recurrence`` (linear in the tangent, so it
+    transposes to the reversed recurrence) with no exp of a large number and no
+    division, finite for entries of -inf or +-1e4. Where out_i is -inf (all -inf
+    so far) the weights are 0, as ``logsumexp``'s over an all -inf row.
+    """
+    x, axis = axis_args("logcumsumexp", x, axis, "float", reverse=reverse)
+    return logcumsumexp_p.bind(x, axis=axis, reverse=reverse)
+
+
+register_op(OpDef(name="logcumsumexp", family=FAMILY, fn=logcumsumexp,
+                  primitives=(logcumsumexp_p,),
+                  reference=partial(_scan_reference, lax.cumlogsumexp), operands=("x",)))
 
 
 # ------------------------------------------------------ linear_recurrence

@@ -112,8 +112,9 @@ register_op(OpDef(name="scatter_add", family=FAMILY, fn=scatter_add,
 
 # -------------------------------------------------- scatter (overwrite)
 def position_dtype(n: int) -> Any:
-    """The integer dtype of the positions 0 .. n - 1."""
-    return np.int32 if n < 2**31 else np.int64
+    """The integer dtype of the positions 0 .. n - 1 (int32 for a symbolic
+    ``n``, as JAX's own indexing takes)."""
+    return np.int32 if jax.export.is_symbolic_dim(n) or n < 2**31 else np.int64
 
 
 def last_wins(x: Array, idx: tuple[Array, ...], updates: Array) -> Array:
@@ -350,8 +351,9 @@ def strided_positions(start: int, step: int, count: int) -> tuple[int, int, int,
     if count == 0:
         return 0, 0, 1, False
     last = start + (count - 1) * step
-    lo = min(start, last)
-    return lo, max(start, last) + 1, abs(step), step < 0
+    if step < 0:
+        return last, start + 1, -step, True
+    return start, last + 1, step, False
 
 
 def _slices_index(slices: tuple[tuple[int, int, int], ...]) -> tuple[Any, tuple[int, ...]]:

@@ -36,7 +36,7 @@ def _array(op: str, x: Any) -> Any:
 
 # ---------------------------------------------------------------- reshape
 def _reshape_infer_meta(x: Any, *, new_sizes: tuple[int, ...]) -> ShapedArray:
-    if math.prod(new_sizes) != math.prod(x.shape) or min(new_sizes, default=0) < 0:
+    if math.prod(new_sizes) != math.prod(x.shape) or any(d < 0 for d in new_sizes):
         raise ValueError(f"{op_name('reshape')}: cannot reshape x with shape {x.shape} "
                          f"to {new_sizes}")
     return _aval_like("reshape", x, new_sizes)
@@ -53,7 +53,7 @@ reshape_p = define_primitive("reshape", family=FAMILY, operands=("x",), params=(
 def reshape(x: ArrayLike, shape: Sequence[int] | int) -> Array:
     """``x`` with a new shape of the same size (row-major); one dim may be -1."""
     x = _array("reshape", x)
-    shape = int_tuple("reshape", "shape", shape)
+    shape = int_tuple("reshape", "shape", shape, symbolic=True)
     size = math.prod(np.shape(x))
     if shape.count(-1) > 1 or any(d < -1 for d in shape):
         raise ValueError(f"{op_name('reshape')}: invalid shape {shape}")
@@ -106,16 +106,43 @@ register_op(OpDef(name="transpose", family=FAMILY, fn=transpose, primitives=(tra
                   aliases=("permute",)))
 
 
-def moveaxis(x: ArrayLike, source: int, destination: int) -> Array:
-    """Move one axis (a transpose)."""
+def _axis_list(x: Any, name: str, axes: int | Sequence[int], nd: int) -> list[int]:
+    """``source`` / ``destination`` of moveaxis: an int or a sequence of
+    distinct ints, normalised."""
+    vals = [axes] if isinstance(axes, (int, np.integer)) else list(int_tuple(
+        "moveaxis", name, axes))
+    out = [normalize_axis("moveaxis", a, nd, name) for a in vals]
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op_name('moveaxis')}: repeated axis in {name}={axes!r} for x with "
+                         f"shape {np.shape(x)}")
+    return out
+
+
+def moveaxis(x: ArrayLike, source: int | Sequence[int],
+             destination: int | Sequence[int]) -> Array:
+    """``jnp.moveaxis``: the axes ``source`` of x moved to the positions
+    ``destination`` (ints or sequences of one length), the other axes kept
+    in order. An op made of the ``transpose`` primitive (one bind, none when
+    nothing moves): linear, its transpose the inverse permutation."""
+    x = _array("moveaxis", x)
     nd = np.ndim(x)
-    s = normalize_axis("moveaxis", source, nd)
-    d = normalize_axis("moveaxis", destination, nd)
-    if s == d:
-        return x
-    perm = [i for i in range(nd) if i != s]
-    perm.insert(d, s)
-    return transpose(x, perm)
+    if nd == 0:
+        raise ValueError(f"{op_name('moveaxis')}: x must have at least one axis, got a scalar")
+    src = _axis_list(x, "source", source, nd)
+    dst = _axis_list(x, "destination", destination, nd)
+    if len(src) != len(dst):
+        raise ValueError(f"{op_name('moveaxis')}: source={source!r} and destination="
+                         f"{destination!r} must name as many axes")
+    perm = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        perm.insert(d, s)
+    if perm == list(range(nd)):
+        return x if hasattr(x, "aval") or isinstance(x, jax.Array) else jnp.asarray(x)
+    return transpose_p.bind(x, permutation=tuple(perm))
+
+
+register_op(OpDef(name="moveaxis", family=FAMILY, fn=moveaxis, primitives=(transpose_p,),
+                  reference=jnp.moveaxis, operands=("x",), linear=(("x",),)))
 
 
 # -------------------------------------------------------- broadcast_in_dim
@@ -145,7 +172,8 @@ def broadcast_in_dim(x: ArrayLike, shape: Sequence[int],
                      broadcast_dimensions: Sequence[int]) -> Array:
     """XLA's BroadcastInDim: axis i of x becomes axis ``broadcast_dimensions[i]``."""
     x = _array("broadcast_in_dim", x)
-    return broadcast_in_dim_p.bind(x, shape=int_tuple("broadcast_in_dim", "shape", shape),
+    return broadcast_in_dim_p.bind(x, shape=int_tuple("broadcast_in_dim", "shape", shape,
+                                                      symbolic=True),
                                    broadcast_dimensions=int_tuple("broadcast_in_dim",
                                                                   "broadcast_dimensions",
                                                                   broadcast_dimensions))
@@ -158,7 +186,7 @@ register_op(OpDef(name="broadcast_in_dim", family=FAMILY, fn=broadcast_in_dim,
 
 # ------------------------------------------------------------ broadcast_to
 def _broadcast_to_infer_meta(x: Any, *, shape: tuple[int, ...]) -> ShapedArray:
-    ok = len(shape) >= len(x.shape) and min(shape, default=0) >= 0 and all(
+    ok = len(shape) >= len(x.shape) and all(s >= 0 for s in shape) and all(
         d in (1, s) for d, s in zip(x.shape[::-1], shape[::-1]))
     if not ok:
         raise ValueError(f"{op_name('broadcast_to')}: cannot broadcast x with shape "
@@ -178,7 +206,7 @@ broadcast_to_p = define_primitive("broadcast_to", family=FAMILY, operands=("x",)
 def broadcast_to(x: ArrayLike, shape: Sequence[int]) -> Array:
     """Numpy broadcasting of ``x`` to ``shape``. Its transpose sums the copies."""
     x = _array("broadcast_to", x)
-    shape = int_tuple("broadcast_to", "shape", shape)
+    shape = int_tuple("broadcast_to", "shape", shape, symbolic=True)
     if tuple(np.shape(x)) == shape:
         return x
     return broadcast_to_p.bind(x, shape=shape)

@@ -2,6 +2,15 @@
 each fused as three primitives (DESIGN.md): the forward, the tangent map
 (``*_jvp``) and the backward (``*_vjp``).
 
+As jax.nn's, both take ``axis`` positionally, as an int or a tuple of axes
+(or None: all of them; several axes are moved to the end and merged into
+one, with catalog transposes and reshapes), and ``where=``, a bool array
+broadcastable to x that selects the entries of each row: the excluded
+entries enter as ``-inf`` (``where(w, x, -inf)``, a catalog where, before
+the same primitives), so softmax is 0 there and log_softmax ``-inf``, with
+derivative 0 at every order; a row with nothing selected is one of all
+``-inf`` (below).
+
 Both work in float32 for 16-bit input and return the input's dtype. A row
 whose entries are all ``-inf`` has no distribution: softmax gives 0 there and
 log_softmax ``-inf``, with finite derivatives (0 for softmax, the tangent
@@ -24,6 +33,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 import jax
 import jax.numpy as jnp
 
@@ -31,7 +42,7 @@ from .._jax import aval_of
 from ..core.args import block_sizes_param, float_array
 from ..core.config import config
 from ..core.kernels import implementation
-from ..core.meta import normalize_axis
+from ..core.meta import normalize_axes, normalize_axis
 from ..core.numerics import acc_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -41,8 +52,10 @@ from ._compose import cast
 from ._fused import log_softmax_rows, matching_meta, softmax_rows, upcast
 from ._sharding import row_labels, shard_map_bind
 from .arithmetic import multiply, subtract
+from .compare import where as gr_where
 from .reduction import sum as gr_sum
-from .shape import moveaxis
+from .reduction import where_arg
+from .shape import moveaxis, reshape, transpose
 from .unary import exp
 
 Array = jax.Array
@@ -98,6 +111,40 @@ def _rowwise(op: str, prim: Any, x: Any, axis: Any, block_sizes: Any) -> Array:
     return y
 
 
+def _over_axes(op: str, prim: Any, x: Any, axis: Any, where: Any, excluded: float | None,
+               block_sizes: Any) -> Array:
+    """The public function of softmax (``excluded=None``: 0 at the entries
+    ``where`` excludes) or log_softmax (``excluded=-inf``): ``prim`` bound
+    along ``axis`` (an int, a tuple of axes or None) on x with ``-inf`` at
+    the excluded entries."""
+    x = float_array(op, "x", x)
+    w = None
+    if where is not None:
+        w = where_arg(op, where, x)
+        x = gr_where(w, x, np.full((), -np.inf, jnp.result_type(x)))
+    if isinstance(axis, (tuple, list)) or axis is None:
+        axes = normalize_axes(op, axis, jnp.ndim(x))
+        y = (_rowwise(op, prim, x, axes[0], block_sizes) if len(axes) == 1
+             else _merged(op, prim, x, axes, block_sizes))
+    else:
+        y = _rowwise(op, prim, x, axis, block_sizes)
+    if w is not None and excluded is not None:
+        y = gr_where(w, y, np.full((), excluded, jnp.result_type(y)))
+    return y
+
+
+def _merged(op: str, prim: Any, x: Any, axes: tuple[int, ...], block_sizes: Any) -> Array:
+    """``prim`` over several ``axes`` (or none) at once: moved to the end,
+    merged into one axis, bound along it, and put back."""
+    shape = np.shape(x)
+    perm = tuple(i for i in range(len(shape)) if i not in axes) + axes
+    moved = transpose(x, perm)
+    rows = tuple(shape[i] for i in perm[:len(shape) - len(axes)])
+    merged = reshape(moved, rows + (int(np.prod([shape[a] for a in axes], dtype=np.int64)),))
+    y = reshape(_rowwise(op, prim, merged, -1, block_sizes), np.shape(moved))
+    return transpose(y, tuple(int(i) for i in np.argsort(perm)))
+
+
 def _reference_parts(x: ArrayLike, axis: int) -> tuple[Array, Array, Any]:
     """(x in float32 or wider, its log-sum-exp (0 for an all -inf row), x's
     dtype): the plain jax.numpy reference's building blocks, written apart
@@ -131,8 +178,11 @@ softmax_jvp_p = _row_primitive("softmax_jvp", ("y", "t"), softmax_tangent, kerne
 softmax_vjp_p = _row_primitive("softmax_vjp", ("y", "g"), softmax_tangent, kernels.softmax_vjp)
 
 
-def softmax(x: ArrayLike, *, axis: int = -1, block_sizes: BlockSizes | None = None) -> Array:
-    """``y = exp(x - lse(x))`` along ``axis`` (any axis, negative allowed).
+def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = -1,
+            where: ArrayLike | None = None, *, block_sizes: BlockSizes | None = None) -> Array:
+    """``y = exp(x - lse(x))`` along ``axis`` (any axis, negative allowed, a
+    tuple of axes or None), over the entries ``where`` selects (0 at the
+    others, as jax.nn.softmax; derivative 0 there).
 
     Three primitives: ``softmax`` (forward), ``softmax_jvp(y, t) = y * (t -
     sum(y t))`` and ``softmax_vjp(y, g) = y * (g - sum(y g))`` (the Jacobian
@@ -141,10 +191,12 @@ def softmax(x: ArrayLike, *, axis: int = -1, block_sizes: BlockSizes | None = No
     ``pallas.softmax.BlockSizes``, sets the Pallas kernels' blocks (it never
     changes the result).
     """
-    return _rowwise("softmax", softmax_p, x, axis, block_sizes)
+    return _over_axes("softmax", softmax_p, x, axis, where, None, block_sizes)
 
 
-def _softmax_reference(x: ArrayLike, *, axis: int = -1) -> Array:
+def _softmax_reference(x: ArrayLike, axis: Any = -1, where: ArrayLike | None = None) -> Array:
+    if where is not None or not isinstance(axis, int):
+        return jax.nn.softmax(x, axis=axis, where=where)
     xf, lse, dtype = _reference_parts(x, axis)
     return jnp.exp(xf - lse).astype(dtype)
 
@@ -182,9 +234,12 @@ log_softmax_vjp_p = _row_primitive("log_softmax_vjp", ("logp", "g"), log_softmax
                                    kernels.log_softmax_vjp)
 
 
-def log_softmax(x: ArrayLike, *, axis: int = -1,
+def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = -1,
+                where: ArrayLike | None = None, *,
                 block_sizes: BlockSizes | None = None) -> Array:
-    """``x - lse(x)`` along ``axis``, computed stably.
+    """``x - lse(x)`` along ``axis``, computed stably; ``axis`` and ``where``
+    as for ``softmax`` (``-inf`` at the excluded entries, as
+    jax.nn.log_softmax, with derivative 0 there).
 
     Three primitives: ``log_softmax`` (forward), ``log_softmax_jvp(logp, t) =
     t - sum(exp(logp) t)`` and its transpose ``log_softmax_vjp(logp, g) = g -
@@ -192,10 +247,13 @@ def log_softmax(x: ArrayLike, *, axis: int = -1,
     softmax) and passes tangents through unchanged. ``block_sizes``: as
     for ``softmax``.
     """
-    return _rowwise("log_softmax", log_softmax_p, x, axis, block_sizes)
+    return _over_axes("log_softmax", log_softmax_p, x, axis, where, -np.inf, block_sizes)
 
 
-def _log_softmax_reference(x: ArrayLike, *, axis: int = -1) -> Array:
+def _log_softmax_reference(x: ArrayLike, axis: Any = -1, where: ArrayLike | None = None
+                           ) -> Array:
+    if where is not None or not isinstance(axis, int):
+        return jax.nn.log_softmax(x, axis=axis, where=where)
     xf, lse, dtype = _reference_parts(x, axis)
     return (xf - lse).astype(dtype)
 

@@ -1,4 +1,4 @@
-"""Sorting and selection: sort, argsort, topk, argmax, argmin.
+"""Sorting and selection: sort, argsort, topk, argmax, argmin, nonzero.
 
 Index outputs have the default integer dtype of jax.numpy (int64 with x64
 enabled, else int32), carried as the ``index_dtype`` param. Ties are broken
@@ -19,9 +19,11 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import Primitive, ShapedArray
+from ..core.args import int_param, int_tuple
 from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
+from .convert import data_arg
 from .reduction import reduced_shape, reduction_args, reduction_meta
 from .scan import axis_args, check_axis_meta
 
@@ -249,3 +251,79 @@ def argmin(x: ArrayLike, *, axis: int | None = None, keepdims: bool = False) -> 
 
 register_op(OpDef(name="argmin", family=FAMILY, fn=argmin, primitives=(argmin_p,),
                   reference=partial(_arg_reference, jnp.argmin), operands=("x",)))
+
+
+# ---------------------------------------------------------------- nonzero
+def _nonzero_infer_meta(x: Any, *, size: int, fill_value: tuple[int, ...], batch_dims: int,
+                        index_dtype: np.dtype) -> list[ShapedArray]:
+    """One ``index_dtype[*B, size]`` per axis of x after its ``batch_dims``
+    leading axes B (each slice x[b] has its own indices)."""
+    check_dtype("nonzero", "x", x.dtype, "any")
+    ndim = len(x.shape) - batch_dims
+    if ndim < 1:
+        raise ValueError(f"{op_name('nonzero')}: x must have at least one axis, got shape "
+                         f"{tuple(x.shape)}")
+    if len(fill_value) != ndim:
+        raise ValueError(f"{op_name('nonzero')}: fill_value {fill_value} must have one entry "
+                         f"per axis of x with shape {tuple(x.shape[batch_dims:])}")
+    shape = tuple(x.shape[:batch_dims]) + (size,)
+    return [ShapedArray(shape, index_dtype) for _ in range(ndim)]
+
+
+def _nonzero_one(x: Array, *, size: int, fill_value: tuple[int, ...], index_dtype: np.dtype
+                 ) -> list[Array]:
+    return [i.astype(index_dtype) for i in jnp.nonzero(x, size=size, fill_value=fill_value)]
+
+
+def _nonzero_impl(x: Array, *, size: int, fill_value: tuple[int, ...], batch_dims: int,
+                  index_dtype: np.dtype) -> list[Array]:
+    """jnp.nonzero, mapped over the ``batch_dims`` leading axes."""
+    fn: Any = partial(_nonzero_one, size=size, fill_value=fill_value, index_dtype=index_dtype)
+    for _ in range(batch_dims):
+        fn = jax.vmap(fn)
+    return list(fn(x))
+
+
+nonzero_p = define_primitive("nonzero", family=FAMILY, operands=("x",),
+                             params=("size", "fill_value", "batch_dims", "index_dtype"),
+                             infer_meta=_nonzero_infer_meta, impl=_nonzero_impl,
+                             multiple_results=True)
+
+
+def nonzero(x: ArrayLike, *, size: int | None = None, fill_value: int | tuple[int, ...] = 0
+            ) -> tuple[Array, ...]:
+    """The indices of the nonzero (True) entries of x, one array per axis, in
+    row-major order, as ``jnp.nonzero(x, size=size, fill_value=fill_value)``:
+    ``size`` (a static int, required: the output shape cannot depend on the
+    values) indices per axis, the first ``size`` of them when there are more,
+    padded with ``fill_value`` (an int, or one per axis) when there are
+    fewer. x has at least one axis. Not differentiable (integer outputs).
+
+    The primitive's ``batch_dims`` param (0 here) counts leading axes of x
+    over which it maps, each slice with its own indices: that is how vmap
+    binds it once.
+    """
+    op = "nonzero"
+    x = data_arg(op, "x", x)
+    ndim = np.ndim(x)
+    if ndim == 0:
+        raise ValueError(f"{op_name(op)}: x must have at least one axis (as jnp.nonzero), "
+                         "got a scalar")
+    if size is None:
+        raise TypeError(f"{op_name(op)}: size is required: a static int, the number of "
+                        "indices per axis (the output shape cannot depend on the values)")
+    size = int_param(op, "size", size, lo=0)
+    fill = ((int_param(op, "fill_value", fill_value),) * ndim
+            if isinstance(fill_value, (int, np.integer))
+            else int_tuple(op, "fill_value", fill_value, ndim))
+    out = nonzero_p.bind(x, size=size, fill_value=fill, batch_dims=0,
+                         index_dtype=default_index_dtype())
+    return tuple(out)
+
+
+def _nonzero_reference(x: ArrayLike, *, size: int, fill_value: Any = 0) -> tuple[Array, ...]:
+    return jnp.nonzero(x, size=size, fill_value=fill_value)
+
+
+register_op(OpDef(name="nonzero", family=FAMILY, fn=nonzero, primitives=(nonzero_p,),
+                  reference=_nonzero_reference, operands=("x",)))

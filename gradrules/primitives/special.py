@@ -1,17 +1,25 @@
-"""Special functions: erf, erfc, erfinv, lgamma, digamma, polygamma(n, x),
-bessel_i0e, bessel_i1e and the Hurwitz zeta(x, q).
+"""Special functions: erf, erfc, erfinv, erfcx, lgamma, digamma,
+polygamma(n, x), the modified Bessel functions bessel_i0e, bessel_i1e,
+bessel_i0, bessel_i1, the Bessel functions of the first kind bessel_j0,
+bessel_j1, and the Hurwitz zeta(x, q).
 
 Each op is one primitive; the docstrings give the derivatives the JVP rules
 use (``gradrules/rules/special.py``). The derivatives chain into each other:
 lgamma' = digamma, digamma' = polygamma(1, .), polygamma(n)' = polygamma(n + 1),
-bessel_i0e' and bessel_i1e' are written with both Bessel functions, and
-zeta's derivative in q is zeta again, so every order is made of these ops.
+erfcx' is written with erfcx, the Bessel functions' derivatives with the
+Bessel functions of orders 0 and 1 (I0' = I1, J0' = -J1, and I1', J1' with a
+Taylor series near 0), and zeta's derivative in q is zeta again, so every
+order is made of these ops.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from fractions import Fraction
 from functools import partial
+
+import numpy as np
 
 import jax
 import jax.numpy as jnp
@@ -19,6 +27,7 @@ import jax.scipy.special as jsp
 from jax import lax
 
 from .._jax import Primitive
+from . import _cephes
 from ..core.args import int_param
 from ..core.registry import OpDef, register_op
 from ._elementwise import define_elementwise, elementwise_primitive
@@ -45,6 +54,11 @@ erfinv_p, erfinv = _special("erfinv", lax.erf_inv, """The inverse of erf on (-1,
 (+-inf at +-1).
 
 d/dx = sqrt(pi)/2 * exp(erfinv(x)**2), written with the output.""", reference=jsp.erfinv)
+erfcx_p, erfcx = _special("erfcx", jsp.erfcx, """The scaled complementary error function
+exp(x**2) erfc(x), finite for large positive x where erfc underflows (it
+overflows to inf for x below about -26.6 in float64).
+
+d/dx = 2 x erfcx(x) - 2/sqrt(pi), written with the output.""")
 lgamma_p, lgamma = _special("lgamma", lax.lgamma, """log|Gamma(x)|.
 
 d/dx = digamma(x).""", reference=jsp.gammaln)
@@ -63,12 +77,97 @@ d/dx = bessel_i0e(x) - bessel_i1e(x) * (sign(x) + 1/x) for |x| > eps**(1/8) of
 the dtype, and its Taylor series in (x**2, |x|) below, where the formula's
 higher derivatives cancel (exact at every order; at 0 the mean of the
 one-sided limits); a double where keeps NaN and inf out of both branches.""", reference=jsp.i1e)
-zeta_p, zeta = _special("zeta", jsp.zeta, """The Hurwitz zeta function
-sum_{k >= 0} (k + q)**-x, for x > 1 and q > 0; x and q broadcast.
+bessel_i0_p, bessel_i0 = _special("bessel_i0", jsp.i0, """The modified Bessel function of the
+first kind of order 0, I0(x) = sum_k (x**2/4)**k / k!**2 (exp(|x|) * bessel_i0e(x)).
 
-d/dq = -x * zeta(x + 1, q). The derivative with respect to x is not
-implemented: differentiating with respect to x raises NotImplementedError.""",
-                        operands=("x", "q"), not_implemented=("x",))
+d/dx = bessel_i1(x).""")
+bessel_i1_p, bessel_i1 = _special("bessel_i1", jsp.i1, """The modified Bessel function of the
+first kind of order 1, I1(x) = sum_k (x/2)**(2k+1) / (k! (k+1)!) (exp(|x|) * bessel_i1e(x)).
+
+d/dx = bessel_i0(x) - bessel_i1(x) / x for |x| > eps**(1/16) of the dtype,
+and its Taylor series sum_k (2k+1) (x/2)**(2k) / (2 k! (k+1)!) below (1/2 at
+x == 0), exact at and around 0 in every order.""")
+bessel_j0_p, bessel_j0 = _special("bessel_j0", _cephes.j0, """The Bessel function of the first
+kind of order 0, J0(x) = sum_k (-1)**k (x**2/4)**k / k!**2 (scipy.special.j0;
+Cephes' rational approximations, ``primitives/_cephes.py``).
+
+d/dx = -bessel_j1(x).""")
+bessel_j1_p, bessel_j1 = _special("bessel_j1", _cephes.j1, """The Bessel function of the first
+kind of order 1, J1(x) = sum_k (-1)**k (x/2)**(2k+1) / (k! (k+1)!)
+(scipy.special.j1; Cephes' rational approximations).
+
+d/dx = bessel_j0(x) - bessel_j1(x) / x for |x| > eps**(1/16) of the dtype,
+and its Taylor series sum_k (-1)**k (2k+1) (x/2)**(2k) / (2 k! (k+1)!) below
+(1/2 at x == 0), exact at and around 0 in every order.""")
+
+
+# --------------------------------------------------------------------- zeta
+def _bernoulli_ratios(count: int) -> np.ndarray:
+    """``B_2j / (2j)!`` for j = 1 .. count (Bernoulli numbers, exactly)."""
+    b = [Fraction(1)]
+    for m in range(1, 2 * count + 1):
+        b.append(-sum(math.comb(m + 1, k) * b[k] for k in range(m)) / (m + 1))
+    return np.array([float(b[2 * j] / math.factorial(2 * j)) for j in range(1, count + 1)])
+
+
+def zeta_series(x: Array, q: Array) -> Array:
+    """The Hurwitz zeta function by Euler-Maclaurin summation (Johansson,
+    "Rigorous high-precision computation of the Hurwitz zeta function and its
+    derivatives", 2015, formula (5)), with N = M = 16 (8 in float32):
+
+        sum_{k < N} (q + k)**-x + (q + N)**(1 - x) / (x - 1)
+        + (q + N)**-x (1/2 + sum_{j <= M} B_2j / (2j)! prod_{m < 2j - 1} (x + m) / (q + N))
+
+    Smooth in x, so its derivatives in x are the same summation of the
+    differentiated terms (the formula holds for the derivatives too)."""
+    terms = 8 if x.dtype == np.float32 else 16
+    xs, qs = x[..., None], q[..., None]
+    head = jnp.sum((qs + np.arange(terms, dtype=x.dtype)) ** -xs, -1)
+    a = q + terms
+    ratios = jnp.cumprod((xs + np.arange(2 * terms, dtype=x.dtype)) / (a[..., None]), -1)
+    tail = jnp.sum(ratios[..., ::2] * _bernoulli_ratios(terms).astype(x.dtype), -1)
+    return head + a ** (1 - x) / (x - 1) + a ** -x * (0.5 + tail)
+
+
+def _zeta_impl(x: Array, q: Array, *, n: int) -> Array:
+    if n == 0:
+        return jsp.zeta(x, q)
+    dtype = x.dtype
+    x, q = jnp.broadcast_arrays(x.astype(jnp.promote_types(dtype, np.float32)),
+                                q.astype(jnp.promote_types(dtype, np.float32)))
+    f = partial(zeta_series, q=q)
+    for _ in range(n):
+        f = partial(_derivative, f)
+    return f(x).astype(dtype)
+
+
+def _derivative(f: Callable[[Array], Array], x: Array) -> Array:
+    """d f / dx of an elementwise f (a forward-mode product with ones)."""
+    return jax.jvp(f, (x,), (jnp.ones_like(x),))[1]
+
+
+zeta_p = elementwise_primitive("zeta", _zeta_impl, family=FAMILY, operands=("x", "q"),
+                               kind="float", params=("n",))
+"""``zeta[n](x, q) = d^n/dx^n zeta(x, q) = sum_{k >= 0} (-log(k + q))**n (k + q)**-x``:
+the public ``zeta`` binds n = 0 (jax.scipy's zeta), its derivatives in x bind
+n + 1 (the Euler-Maclaurin ``zeta_series`` differentiated n times in x)."""
+
+
+def zeta(x: ArrayLike, q: ArrayLike) -> Array:
+    """The Hurwitz zeta function sum_{k >= 0} (k + q)**-x, for x > 1 and
+    q > 0; x and q broadcast.
+
+    d/dx = sum_k -log(k + q) (k + q)**-x (``zeta_p`` with n = 1; the n-th
+    derivative in x has (-log(k + q))**n in the sum), and
+    d/dq = -x * zeta(x + 1, q); for the n-th x-derivative Z_n,
+    d Z_n / dq = -n Z_{n-1}(x + 1, q) - x Z_n(x + 1, q).
+    """
+    x, q = promote("zeta", {"x": x, "q": q}, "float")
+    return zeta_p.bind(x, q, n=0)
+
+
+register_op(OpDef(name="zeta", family=FAMILY, fn=zeta, primitives=(zeta_p,),
+                  reference=jsp.zeta, operands=("x", "q")))
 
 
 # ---------------------------------------------------------------- polygamma

@@ -1,5 +1,6 @@
 """Elementwise unary math: abs, neg, sign, exponentials and logarithms,
-powers and roots, trigonometric and hyperbolic functions and their inverses.
+powers and roots, trigonometric and hyperbolic functions and their inverses,
+and the normalised sinc.
 
 Each op is one primitive; the docstring gives the derivative its JVP rule
 uses (see ``gradrules/rules/unary.py``).
@@ -48,6 +49,11 @@ def _rsqrt_reference(x: ArrayLike) -> Array:
 rsqrt_p, rsqrt = _unary("rsqrt", lax.rsqrt, "x**-0.5. d/dx = -0.5 * rsqrt(x) / x.",
                         reference=_rsqrt_reference)
 
+cbrt_p, cbrt = _unary("cbrt", jnp.cbrt, """The real cube root x**(1/3), negative for x < 0.
+
+d/dx = 1 / (3 cbrt(x)**2), written with the output; +inf at x == 0 (the
+tangent is vertical there), as jnp.cbrt's.""")
+
 reciprocal_p, reciprocal = _unary("reciprocal", jnp.reciprocal, "1 / x. d/dx = -1 / x**2.")
 square_p, square = _unary("square", jnp.square, "x**2. d/dx = 2 x.", kind="numeric")
 sin_p, sin = _unary("sin", jnp.sin, "sin x. d/dx = cos x.")
@@ -62,3 +68,9 @@ tanh_p, tanh = _unary("tanh", jnp.tanh, "tanh x. d/dx = 1 - tanh(x)**2.")
 asinh_p, asinh = _unary("asinh", jnp.arcsinh, "arcsinh x. d/dx = 1 / sqrt(x**2 + 1).")
 acosh_p, acosh = _unary("acosh", jnp.arccosh, "arccosh x for x >= 1. d/dx = 1 / sqrt(x**2 - 1).")
 atanh_p, atanh = _unary("atanh", jnp.arctanh, "arctanh x on (-1, 1). d/dx = 1 / (1 - x**2).")
+sinc_p, sinc = _unary("sinc", jnp.sinc, """The normalised sinc sin(pi x) / (pi x), 1 at x == 0
+(jnp.sinc).
+
+d/dx = (cos(pi x) - sinc(x)) / x for |x| > eps**(1/16) of the dtype, and its
+Taylor series x * sum_j c_j x**(2j) below (``gradrules/rules/unary.py``):
+finite and exact at x == 0 in every order (sinc'(0) = 0, sinc''(0) = -pi**2/3).""")

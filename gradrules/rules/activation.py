@@ -93,6 +93,34 @@ def _softplus_dx(x: Any, out: Any, *, beta: float, threshold: float) -> Any:
 register_rules(a.softplus_p, **elementwise_rules(a.softplus_p, _softplus_dx))
 
 
+def _elu_dx(x: Any, out: Any, *, alpha: float) -> Any:
+    return a.elu_slope(x, alpha)                      # the x <= 0 branch at 0
+
+
+register_rules(a.elu_p, **elementwise_rules(a.elu_p, _elu_dx))
+
+
+def _selu_dx(x: Any, out: Any) -> Any:
+    return multiply(a.elu_slope(x, a.SELU_ALPHA), a.SELU_SCALE)
+
+
+register_rules(a.selu_p, **elementwise_rules(a.selu_p, _selu_dx))
+
+
+def _celu_dx(x: Any, out: Any, *, alpha: float) -> Any:
+    return a.elu_slope(multiply(x, 1.0 / alpha), 1.0)
+
+
+register_rules(a.celu_p, **elementwise_rules(a.celu_p, _celu_dx))
+
+
+def _mish_dx(x: Any, out: Any) -> Any:
+    return a.mish_slope(x)
+
+
+register_rules(a.mish_p, **elementwise_rules(a.mish_p, _mish_dx))
+
+
 def _clamp_dx(x: Any, out: Any, *, min: float | None, max: float | None) -> Any:  # noqa: A002
     """1 where min <= x <= max (bounds included), 0 elsewhere."""
     masks = []

@@ -19,17 +19,19 @@ from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined,
                     Tangent, is_undefined_primal, is_zero)
 from ..core.primitive import register_rules
 from ..primitives._compose import indicator, unbroadcast
+from ..primitives.activation import sigmoid
 from ..primitives.arithmetic import (add, add_p, atan2_p, bias_add_p, div_scale_p, divide,
-                                     divide_p, fmod_p, maximum_p, minimum_p, multiply,
-                                     multiply_p, pow, pow_p, remainder_p, residual_add_p,
-                                     scale_p, subtract, subtract_p)
+                                     divide_p, fmod_p, hypot_p, lerp_p, logaddexp_p, maximum_p,
+                                     minimum_p, multiply, multiply_p, pow, pow_p, remainder_p,
+                                     residual_add_p, scale_p, subtract, subtract_p)
 from ..primitives.compare import eq, gt, lt, where
+from ..primitives.logical import isinf, logical_and
 from ..primitives.reduction import sum_p
 from ..primitives.rounding import floor, trunc
 from ..primitives.shape import moveaxis
 from ..primitives.unary import log, neg, square
 from ._common import (add_tangents, broadcast_like, broadcasting_batch, chain_rule,
-                      elementwise_rules, linear_map_rules, unary_batch)
+                      elementwise_rules, instantiate, linear_map_rules, unary_batch)
 from ._fused import transpose_to
 
 
@@ -180,6 +182,75 @@ def _atan2_dy(x: Any, y: Any, out: Any) -> Any:
 
 
 register_rules(atan2_p, **elementwise_rules(atan2_p, _atan2_dx, _atan2_dy))
+
+
+# logaddexp -------------------------------------------------------------------
+def _logaddexp_weight(x: Any, y: Any) -> Any:
+    """sigmoid(x - y), the weight of x: 0 at x = y = -inf, 1/2 at x = y =
+    +inf (the difference of one infinity with itself taken as 0 by a double
+    where, so no NaN and no derivative of it reaches any order)."""
+    same_inf = logical_and(eq(x, y), isinf(x))
+    w = sigmoid(subtract(where(same_inf, 0.0, x), where(same_inf, 0.0, y)))
+    return where(logical_and(same_inf, lt(x, 0.0)), 0.0, w)
+
+
+def _logaddexp_dx(x: Any, y: Any, out: Any) -> Any:
+    return _logaddexp_weight(x, y)
+
+
+def _logaddexp_dy(x: Any, y: Any, out: Any) -> Any:
+    return _logaddexp_weight(y, x)
+
+
+register_rules(logaddexp_p, **elementwise_rules(logaddexp_p, _logaddexp_dx, _logaddexp_dy))
+
+
+# hypot -----------------------------------------------------------------------
+def _hypot_share(x: Any, out: Any) -> Any:
+    """x / out, and 0 where out == 0 (double where: no 0 / 0 at any order)."""
+    zero = eq(out, 0.0)
+    return where(zero, 0.0, divide(where(zero, 0.0, x), where(zero, 1.0, out)))
+
+
+def _hypot_dx(x: Any, y: Any, out: Any) -> Any:
+    return _hypot_share(x, out)
+
+
+def _hypot_dy(x: Any, y: Any, out: Any) -> Any:
+    return _hypot_share(y, out)
+
+
+register_rules(hypot_p, **elementwise_rules(hypot_p, _hypot_dx, _hypot_dy))
+
+
+# lerp ------------------------------------------------------------------------
+def _lerp_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
+    """t_out = lerp(t_x, t_y, w) + t_w (y - x): lerp itself on the tangents of
+    the operands it is linear in, plus the weight's term."""
+    x, y, w = primals
+    tx, ty, tw = tangents
+    out = lerp_p.bind(x, y, w)
+    t: Tangent = _jax.zero_tangent(out)
+    if not (is_zero(tx) and is_zero(ty)):
+        t = lerp_p.bind(instantiate(tx, x), instantiate(ty, y), w)
+    if not is_zero(tw):
+        t = add_tangents(t, multiply(tw, subtract(y, x)))
+    return out, (t if is_zero(t) else broadcast_like(t, np.shape(out)))
+
+
+def _lerp_transpose(ct: Cotangent, x: MaybeUndefined, y: MaybeUndefined,
+                    w: MaybeUndefined) -> list[Any]:
+    """ct (1 - w) for x and ct w for y, each summed down to its shape."""
+    if is_undefined_primal(w):
+        raise ValueError("gradrules.lerp is not linear in its weight w")
+    ct_x = unbroadcast(multiply(ct, subtract(1.0, w)), x.aval) if is_undefined_primal(x) \
+        else None
+    ct_y = unbroadcast(multiply(ct, w), y.aval) if is_undefined_primal(y) else None
+    return [ct_x, ct_y, None]
+
+
+register_rules(lerp_p, linear=("x", "y"), jvp=_lerp_jvp, transpose=_lerp_transpose,
+               batch=partial(broadcasting_batch, lerp_p))
 
 
 # residual_add --------------------------------------------------------------

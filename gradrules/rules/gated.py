@@ -7,7 +7,9 @@ gradrules-op compositions they are lowered from (``composite_jvp`` of
 ``gated_tangent`` and ``gated_cotangent`` with the op's activation).
 silu_rowsplit is one primitive, lowered from a composition in gradrules ops
 whose JVP is its (``silu_rowsplit_composition``: ``split`` then silu_gated
-or gelu_gated). Batching: batch axes to the front, bound once.
+or gelu_gated). glu: the JVP of its composition in gradrules ops
+(``glu_composition``), batched along its axis. Batching of the others: batch
+axes to the front, bound once.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from .._jax import Primitive
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
 from ..primitives.gated import (gated_cotangent, gated_tangent, gelu_gated_jvp_p, gelu_gated_p,
-                                gelu_gated_vjp_p, silu_gated_jvp_p, silu_gated_p,
-                                silu_gated_vjp_p, silu_rowsplit_composition, silu_rowsplit_p)
+                                gelu_gated_vjp_p, glu_composition, glu_p, silu_gated_jvp_p,
+                                silu_gated_p, silu_gated_vjp_p, silu_rowsplit_composition,
+                                silu_rowsplit_p)
 from ._common import front_batch
 from ._fused import composite_jvp, forward_jvp, fused_map_rules
+from .scan import axis_batch
 
 
 def _forward_rules(forward: Primitive, tangent_map: Primitive) -> dict[str, Any]:
@@ -61,3 +65,8 @@ register_rules(silu_rowsplit_p,
                jvp=partial(composite_jvp, silu_rowsplit_p, silu_rowsplit_composition),
                transpose=NOT_LINEAR,
                batch=partial(front_batch, silu_rowsplit_p))
+
+
+# glu -------------------------------------------------------------------------
+register_rules(glu_p, jvp=partial(composite_jvp, glu_p, glu_composition), transpose=NOT_LINEAR,
+               batch=partial(axis_batch, glu_p))

@@ -1,9 +1,9 @@
 """Rules of the layout family. Every primitive here is linear in its array
 data: the JVP binds it on the tangents (``linear_jvp``) and each transpose is
-made of layout and slicing primitives (concatenate <-> split, pad -> slice,
-tensor_unfold <-> tensor_fold, ...), so derivatives of any order are
-compositions of catalog primitives. Batching rules move the batch axis to the
-front and bind the primitive once."""
+made of layout and slicing primitives (concatenate <-> split, stack ->
+select, pad -> slice, roll -> roll, tensor_unfold <-> tensor_fold, ...), so
+derivatives of any order are compositions of catalog primitives. Batching
+rules move the batch axis to the front and bind the primitive once."""
 
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ from ..core.primitive import register_rules
 from ..primitives._compose import zeros
 from ..primitives.arithmetic import add, subtract
 from ..primitives.compare import where
-from ..primitives.layout import (concatenate_p, flip_p, pad_p, repeat_p, tensor_fold_p,
-                                 tensor_unfold_p, tile_p)
+from ..primitives.layout import (concatenate_p, flip_p, pad_p, repeat_p, roll_p, stack_p,
+                                 tensor_fold_p, tensor_unfold_p, tile_p)
 from ..primitives.reduction import sum_p
 from ..primitives.scatter import scatter_add_p
 from ..primitives.shape import broadcast_in_dim_p, moveaxis, reshape_p
-from ..primitives.slicing import slice_p, split_p
+from ..primitives.slicing import select_p, slice_p, split_p
 from ._common import bdim_to_front, batch_size, linear_jvp, shifted_front_batch
 from ._fused import transpose_to
 
@@ -45,6 +45,18 @@ def _concatenate_transpose(ct: Cotangent, *xs: MaybeUndefined, axis: int) -> lis
 register_rules(concatenate_p, linear=("arrays",), jvp=partial(linear_jvp, concatenate_p),
                transpose=_concatenate_transpose,
                batch=partial(shifted_front_batch, concatenate_p, ("axis",)))
+
+
+# ------------------------------------------------------------------- stack
+def _stack_transpose(ct: Cotangent, *xs: MaybeUndefined, axis: int) -> list[Any]:
+    """Array i gets slice i of the cotangent along the stacked axis."""
+    return [select_p.bind(ct, axis=axis, index=i) if is_undefined_primal(x) else None
+            for i, x in enumerate(xs)]
+
+
+register_rules(stack_p, linear=("arrays",), jvp=partial(linear_jvp, stack_p),
+               transpose=_stack_transpose,
+               batch=partial(shifted_front_batch, stack_p, ("axis",)))
 
 
 # --------------------------------------------------------------------- pad
@@ -172,6 +184,25 @@ def _flip_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
 
 register_rules(flip_p, linear=("x",), jvp=partial(linear_jvp, flip_p),   # its own transpose
                transpose=partial(transpose_to, flip_p, flip_p), batch=_flip_batch)
+
+
+# -------------------------------------------------------------------- roll
+def _roll_transpose(ct: Cotangent, x: MaybeUndefined, *, shifts: tuple[int, ...],
+                    axes: tuple[int, ...]) -> list[Any]:
+    """The roll back, by -shift (mod n)."""
+    shape = aval_of(x).shape
+    back = tuple((shape[a] - s) % shape[a] for s, a in zip(shifts, axes))
+    return [roll_p.bind(ct, shifts=back, axes=axes)]
+
+
+def _roll_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, shifts: tuple[int, ...],
+                axes: tuple[int, ...]) -> BatchResult:
+    return roll_p.bind(bdim_to_front(args[0], dims[0]), shifts=shifts,
+                       axes=tuple(a + 1 for a in axes)), 0
+
+
+register_rules(roll_p, linear=("x",), jvp=partial(linear_jvp, roll_p),
+               transpose=_roll_transpose, batch=_roll_batch)
 
 
 # ---------------------------------------------- tensor_unfold / tensor_fold

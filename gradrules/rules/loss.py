@@ -19,6 +19,11 @@ cross_entropy and fused_linear_cross_entropy (three primitives each):
 nll_loss is bilinear in (logp, weight): its JVP is one bind per moving
 operand, its transpose puts ``-ct`` times the other operand on the label's
 entry. Labels take no tangent.
+
+softmax_cross_entropy is linear in its (probability) labels: its JVP binds
+it on their tangent and differentiates ``softmax_cross_entropy_composite``
+(the forward's maths in gradrules ops) in the logits (``composite_jvp``);
+the transpose is ``-ct safe_log_probs(logits)``; batch axes to the front.
 """
 
 from __future__ import annotations
@@ -31,23 +36,26 @@ import numpy as np
 
 from .._jax import (BatchDim, BatchResult, Cotangent, MaybeUndefined, Primitive,
                     aval_of, is_undefined_primal)
+from ..core.numerics import acc_dtype
 from ..core.kernels import Implementation
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR, PRIMITIVES
-from ..primitives._compose import unbroadcast
+from ..primitives._compose import cast, unbroadcast
 from ..primitives.arithmetic import add, multiply
-from ..primitives.compare import where
+from ..primitives.compare import eq, where
 from ..primitives.linalg import matmul
 from ..primitives.loss import (cross_entropy_cotangent, cross_entropy_jvp_p, cross_entropy_p,
                                cross_entropy_tangent, cross_entropy_vjp_p,
                                fused_linear_cross_entropy_jvp_p, fused_linear_cross_entropy_p,
                                fused_linear_cross_entropy_vjp_p, mask_tokens, nll_loss_p,
-                               one_hot)
+                               one_hot, softmax_cross_entropy_p)
+from ..primitives.reduction import sum as gr_sum
 from ..primitives.shape import expand_dims, moveaxis
+from ..primitives.softmax import log_softmax
 from ..primitives.unary import neg
 from ._common import (align_front, batch_size, bdim_to_front, fold_batch, front_batch,
                       multilinear_jvp, unfold_batch)
-from ._fused import forward_jvp, fused_map_rules
+from ._fused import composite_jvp, forward_jvp, fused_map_rules
 
 
 # cross_entropy -----------------------------------------------------------------
@@ -158,3 +166,35 @@ def _nll_loss_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
 register_rules(nll_loss_p, linear=(("logp",), ("weight",)),
                jvp=partial(multilinear_jvp, nll_loss_p),
                transpose=_nll_loss_transpose, batch=_nll_loss_batch)
+
+
+# softmax_cross_entropy -------------------------------------------------------------
+def safe_log_probs(logits: Any) -> Any:
+    """``log_softmax(logits)`` over the last axis, in float32 for 16-bit
+    logits, with 0 where it is ``-inf`` (classes left out of the loss)."""
+    logp = log_softmax(cast(logits, acc_dtype(aval_of(logits).dtype)), axis=-1)
+    return where(eq(logp, -np.inf), 0.0, logp)
+
+
+def softmax_cross_entropy_composite(logits: Any, labels: Any) -> Any:
+    """``-sum(labels * safe_log_probs(logits), -1)`` in gradrules ops (the
+    forward's maths, ``_loss_xla.sce_forward``): what the JVP rule
+    differentiates in the logits."""
+    logp = safe_log_probs(logits)
+    loss = neg(gr_sum(multiply(cast(labels, aval_of(logp).dtype), logp), axis=-1))
+    return cast(loss, aval_of(logits).dtype)
+
+
+def _softmax_cross_entropy_transpose(ct: Cotangent, logits: MaybeUndefined,
+                                     labels: MaybeUndefined) -> list[Any]:
+    """The labels' cotangent ``-ct[..., None] * safe_log_probs(logits)``."""
+    logp = safe_log_probs(logits)
+    out = neg(multiply(expand_dims(cast(ct, aval_of(logp).dtype), axis=-1), logp))
+    return [None, cast(out, aval_of(logits).dtype)]
+
+
+register_rules(softmax_cross_entropy_p, linear=("labels",),
+               jvp=partial(composite_jvp, softmax_cross_entropy_p,
+                           softmax_cross_entropy_composite),
+               transpose=_softmax_cross_entropy_transpose,
+               batch=partial(front_batch, softmax_cross_entropy_p))

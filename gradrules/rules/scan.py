@@ -1,7 +1,8 @@
 """Rules of the scan family: cumsum (linear; its transpose is the reversed
 cumsum), cumprod (exact derivatives through linear_recurrence), cummax
-(tangent gathered at the running argmax) and linear_recurrence (linear in b;
-its two directions transpose to each other)."""
+(tangent gathered at the running argmax), logcumsumexp (a running
+softmax-weighted sum, as a linear_recurrence) and linear_recurrence (linear in
+b; its two directions transpose to each other)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
 from ..primitives.arithmetic import add, multiply, subtract
 from ..primitives.compare import eq, where
+from ..primitives.unary import exp
 from ..primitives.gather import take_along_axis_p
-from ..primitives.scan import cummax_p, cumprod_p, cumsum_p, linear_recurrence_p
+from ..primitives.scan import (cummax_p, cumprod_p, cumsum_p, linear_recurrence_p,
+                               logcumsumexp_p)
 from ..primitives.shape import broadcast_in_dim_p
 from ._common import add_tangents, linear_jvp, shifted_front_batch
 
@@ -100,6 +103,29 @@ def _cummax_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axis: in
 
 register_rules(cummax_p, jvp=_cummax_jvp, transpose=NOT_LINEAR,
                batch=partial(axis_batch, cummax_p))
+
+
+# logcumsumexp ----------------------------------------------------------------
+def _logcumsumexp_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axis: int,
+                      reverse: bool) -> JvpResult:
+    """t_out_i = sum_{j <= i} exp(x_j - out_i) t_j as ``u_i = (1 - w_i) u_{i-1}
+    + w_i t_i``, w = exp(x - out) in [0, 1] (0 where out is -inf: a double
+    where, so no -inf - -inf at any order): the exclusive linear_recurrence s
+    with coefficients a = 1 - w, then u = a s + w t."""
+    (x,), (t,) = primals, tangents
+    out = logcumsumexp_p.bind(x, axis=axis, reverse=reverse)
+    if is_zero(t):
+        return out, _jax.zero_tangent(out)
+    dead = eq(out, -np.inf)
+    w = where(dead, 0.0, exp(subtract(where(dead, 0.0, x), where(dead, 0.0, out))))
+    a = subtract(1.0, w)
+    wt = multiply(w, t)
+    s = linear_recurrence_p.bind(a, wt, axis=axis, reverse=reverse)
+    return out, add(multiply(a, s), wt)
+
+
+register_rules(logcumsumexp_p, jvp=_logcumsumexp_jvp, transpose=NOT_LINEAR,
+               batch=partial(axis_batch, logcumsumexp_p))
 
 
 # linear_recurrence -----------------------------------------------------------

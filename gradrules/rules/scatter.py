@@ -29,6 +29,7 @@ from ..primitives._compose import full, zeros
 from ..primitives.arithmetic import add, divide, multiply, subtract
 from ..primitives.compare import eq, where
 from ..primitives.convert import convert_element_type
+from ..primitives.creation import iota
 from ..primitives.gather import gather_p, take_along_axis_p
 from ..primitives.layout import flip_p
 from ..primitives.scatter import (LINEAR_REDUCE, index_put_p, position_dtype, scatter_add_p,
@@ -229,7 +230,7 @@ def _index_put_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
     ishape = tuple(np.shape(indices[0]))
     size = ishape[0]
     dtype = np.promote_types(position_dtype(size), index_dtype(aval_of(indices[0]).dtype))
-    batch = broadcast_in_dim_p.bind(np.arange(size, dtype=dtype),
+    batch = broadcast_in_dim_p.bind(iota(dtype, size),
                                     shape=ishape, broadcast_dimensions=(0,))
     return index_put_p.bind(x, values, batch, *indices, accumulate=accumulate), 0
 

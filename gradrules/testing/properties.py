@@ -5,7 +5,8 @@ one list, ``PROPERTIES`` (the order in which they run and are reported):
    dtype, weak type);
 2. ``jit``: eager against ``jax.jit``;
 3. ``reference``: the op against its plain jax.numpy reference composition,
-   value and directional derivatives up to the op's order (n/a without one);
+   values, and on the op's sample with the most operand ranks directional
+   derivatives up to the op's order (n/a without one);
 4. ``fd``: JVP and VJP against central finite differences, recursively to the
    op's order (2, or 3 for the seed yaml's chains), as JAX's check_grads does;
 5. ``transpose``: for each group of operands the op is linear in,
@@ -14,15 +15,21 @@ one list, ``PROPERTIES`` (the order in which they run and are reported):
    {None, 0, last} over the array operands (at least one batched; a
    pairwise cover of them beyond three operands) on the op's sample with the
    most distinct operand ranks, and on the others each operand alone
-   unbatched, each alone batched, all 0 and all last; nested vmap, vmap of
-   grad and jvp of vmap;
+   unbatched, each alone batched, all 0 and all last; and on the richest
+   sample nested vmap, vmap of grad and jvp of vmap;
 7. ``closure``: the jaxprs of ``jax.grad``, ``jax.jacfwd`` and ``jax.hessian``
    hold only catalog primitives and the structural ones JAX itself emits for
    the same transform of a catalog-only function (n/a for a function that
    binds no gradrules op);
 8. ``hessian_symmetry``: the Hessian of a scalar composition is symmetric;
 9. ``dtypes``: abstract eval and values at each dtype the op supports
-   (float16, bfloat16, float32, integers) against the float64 result.
+   (float16, bfloat16, float32, integers) against the float64 result, on
+   the op's sample with the most operand ranks;
+10. ``export``: ``jax.export`` of ``jit(vmap(grad))`` of the op (of the op
+   itself where it has no derivative) over a symbolic batch dimension ``b``,
+   called at b = 2 and b = 3, against the same program run directly, on the
+   op's sample with the most operand ranks (n/a where the jax.numpy
+   reference cannot be exported that way either).
 
 Each takes a ``Case`` and a seeded generator and returns a ``CheckOutcome``,
 or raises ``Mismatch`` / ``NotApplicable``.
@@ -98,7 +105,7 @@ def _check_reference(case: Case, rng: np.random.Generator) -> CheckOutcome:
     e, r = compare(case.call(*case.leaves), jax.jit(case.reference)(*case.leaves), tol,
                     "op vs reference")
     idx = case.diff_idx
-    if idx and case.op.order:
+    if idx and case.op.order and case.full_vmap:   # derivatives: on the richest sample
         f_ours, f_ref = case.float_outputs(case.call), case.float_outputs(case.reference)
         xs = [case.leaves[i] for i in idx]
         ts = like(rng, xs)
@@ -284,6 +291,8 @@ def _check_vmap(case: Case, rng: np.random.Generator) -> CheckOutcome:
         leaves = [_batched(rng, x, a, size) for x, a in zip(case.leaves, axes)]
         got = jax.vmap(case.call, in_axes=tuple(axes))(*leaves)
         note(compare(got, _loop(case.call, leaves, axes, size), tol, f"vmap in_axes={axes}"))
+    if not case.full_vmap:     # the transforms of vmap: on the richest sample
+        return e, r, "1e-10 + 1e-10 rel"
     # nested vmap
     axes0 = (0,) * n
     inner = [_batched(rng, x, 0, 3) for x in case.leaves]
@@ -393,6 +402,8 @@ def _check_dtypes(case: Case, rng: np.random.Generator) -> CheckOutcome:
     dtypes = case.info.dtypes if case.info else ()
     if not dtypes or not any(is_float(x) for x in case.leaves):
         raise NotApplicable("no dtype variants")
+    if not case.full_vmap:
+        raise NotApplicable("checked on the op's sample with the most operand ranks")
     e = r = 0.0
     for dt in dtypes:
         leaves = [_cast(x, dt) for x in case.leaves]
@@ -421,10 +432,64 @@ def _check_dtypes(case: Case, rng: np.random.Generator) -> CheckOutcome:
     return e, r, ", ".join(dtypes)
 
 
+def _batched_program(case: Case, call: Callable[..., Any], weights: Sequence[Any] | None
+                     ) -> Callable[..., Any]:
+    """``jit(vmap(g))``, g the gradient of ``sum_k sum(w_k * out_k)`` in the
+    differentiable operands (the outputs themselves when ``weights`` is None)."""
+    idx = case.diff_idx
+
+    def per_example(*leaves: Any) -> Any:
+        if weights is None:
+            return call(*leaves)
+
+        def h(*dleaves: Any) -> Any:
+            full = list(leaves)
+            for i, v in zip(idx, dleaves):
+                full[i] = v
+            outs = [o for o in jax.tree_util.tree_leaves(call(*full)) if is_float(o)]
+            return scalarize(lambda *_: outs, weights)()
+        return jax.grad(h, argnums=tuple(range(len(idx))))(*[leaves[i] for i in idx])
+    return jax.jit(jax.vmap(per_example))
+
+
+def _export(program: Callable[..., Any], leaves: Sequence[np.ndarray]) -> Any:
+    scope = jax.export.SymbolicScope()
+    specs = [jax.ShapeDtypeStruct(jax.export.symbolic_shape(
+        ", ".join(["b", *map(str, x.shape)]), scope=scope), x.dtype) for x in leaves]
+    return jax.export.export(program)(*specs)
+
+
+def _check_export(case: Case, rng: np.random.Generator) -> CheckOutcome:
+    if not case.full_vmap:
+        raise NotApplicable("checked on the op's sample with the most operand ranks")
+    if not case.leaves:
+        raise NotApplicable("no array operand")
+    outs = [o for o in jax.tree_util.tree_leaves(case.call(*case.leaves)) if is_float(o)]
+    weights = like(rng, outs) if outs and case.diff_idx else None
+    program = _batched_program(case, case.call, weights)
+    try:
+        exported = _export(program, case.leaves)
+    except Exception as exc:
+        if case.op is not None and case.op.reference is not None:
+            try:
+                _export(_batched_program(case, case.reference, weights), case.leaves)
+            except Exception:
+                raise NotApplicable("the jax.numpy reference does not export with a "
+                                    f"symbolic batch either ({type(exc).__name__})") from None
+        raise
+    e = r = 0.0
+    for size in (2, 3):
+        xs = [_batched(rng, x, 0, size) for x in case.leaves]
+        e2, r2 = compare(exported.call(*xs), program(*xs), Tol(1e-12, 1e-10),
+                         f"exported with a symbolic batch, called at b={size}")
+        e, r = max(e, e2), max(r, r2)
+    return e, r, "1e-12 + 1e-10 rel"
+
+
 PROPERTIES: dict[str, Callable[[Case, np.random.Generator], CheckOutcome]] = {
     "abstract_eval": _check_abstract_eval, "jit": _check_jit, "reference": _check_reference,
     "fd": _check_fd, "transpose": _check_transpose, "vmap": _check_vmap,
     "closure": _check_closure, "hessian_symmetry": _check_hessian_symmetry,
-    "dtypes": _check_dtypes,
+    "dtypes": _check_dtypes, "export": _check_export,
 }
 """Every check, in the order they run: the one list (``CHECKS`` is its keys)."""

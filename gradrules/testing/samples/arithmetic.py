@@ -31,6 +31,27 @@ def _bias_add(rng: np.random.Generator) -> list[Sample]:
             Sample((floats(rng, (5,)), floats(rng, (5,))))]
 
 
+def _logaddexp(rng: np.random.Generator) -> list[Sample]:
+    """Broadcasting, and large |x| (finite derivatives at +-1e4)."""
+    big = np.array([-1e4, -30.0, 25.0, 1e4])
+    return binary_samples(-3.0, 3.0, shapes=(((2, 3), (3,)), ((1, 3), (2, 1))))(rng) + [
+        Sample((big.copy(), big[::-1].copy()))]
+
+
+def _hypot(rng: np.random.Generator) -> list[Sample]:
+    """Either sign, away from the origin (where the derivative is a chosen 0:
+    tests/test_arithmetic.py)."""
+    return binary_samples(0.3, 2.0, shapes=(((2, 3), (2, 3)), ((3,), (2, 1))))(rng) + [
+        Sample((-floats(rng, (2,), 0.3, 2.0), floats(rng, (), -2.0, -0.3)))]
+
+
+def _lerp(rng: np.random.Generator) -> list[Sample]:
+    """An array weight, broadcasting in each operand, a scalar weight."""
+    return [Sample((floats(rng, (2, 3)), floats(rng, (2, 3)), floats(rng, (2, 3), 0.0, 1.0))),
+            Sample((floats(rng, (3,)), floats(rng, (2, 1)), floats(rng, (1, 3), -0.5, 1.5))),
+            Sample((floats(rng, (2, 2)), floats(rng, ()), floats(rng, (), 0.0, 1.0)))]
+
+
 def _scale(rng: np.random.Generator) -> list[Sample]:
     return [Sample((floats(rng, (2, 3)),), {"scale": 0.5}),
             Sample((floats(rng, ()),), {"scale": -3.0})]
@@ -47,6 +68,9 @@ OPINFOS = [
     OpInfo("remainder", binary_samples(-3.0, 3.0, 0.7, 2.0), dtypes=NUMERIC_DTYPES),
     OpInfo("fmod", binary_samples(-3.0, 3.0, 0.7, 2.0), dtypes=NUMERIC_DTYPES),
     OpInfo("atan2", binary_samples(0.3, 2.0)),
+    OpInfo("logaddexp", _logaddexp),
+    OpInfo("hypot", _hypot),
+    OpInfo("lerp", _lerp),
     OpInfo("residual_add", binary_samples(), dtypes=NUMERIC_DTYPES),
     OpInfo("bias_add", _bias_add, dtypes=NUMERIC_DTYPES),
     OpInfo("scale", _scale),

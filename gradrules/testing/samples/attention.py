@@ -34,8 +34,24 @@ def _attention(rng: np.random.Generator) -> list[Sample]:
     ]
 
 
+def _dot_product_attention(rng: np.random.Generator) -> list[Sample]:
+    """jax.nn's layout: GQA with is_causal and T=3 < S=4 (the top-left
+    mask); unbatched [T, N, H] with a positional bias [N, T, S], a mask
+    leaving every row a key, is_causal with T == S and a scale."""
+    mask = rng.uniform(size=(3, 3)) > 0.4
+    mask[:, 0] = True
+    return [Sample(_qkv(rng, 2, 3, 4, 2, 1, 2), {"is_causal": True},
+                   desc="GQA 2/1 heads, is_causal, T=3 < S=4 (top-left)"),
+            Sample(tuple(x[0] for x in _qkv(rng, 1, 3, 3, 2, 2, 2))
+                   + (floats(rng, (2, 3, 3)),),
+                   {"mask": mask, "is_causal": True, "scale": 0.7},
+                   desc="unbatched [T, N, H], bias [N, T, S], mask [T, S], is_causal, "
+                        "scale 0.7")]
+
+
 OPINFOS = [
     OpInfo("attention", _attention),
+    OpInfo("dot_product_attention", _dot_product_attention),
 ]
 
 

@@ -45,8 +45,15 @@ def _rowsplit(rng: np.random.Generator) -> list[Sample]:
             Sample((floats(rng, (3, 2)),), {"activation": "gelu_tanh"})]
 
 
+def _glu(rng: np.random.Generator) -> list[Sample]:
+    """The last axis, axis 0 of a rank-3 input, a size-2 axis."""
+    return [Sample((floats(rng, (2, 4)),)),
+            Sample((floats(rng, (4, 1, 3)),), {"axis": 0}),
+            Sample((floats(rng, (3, 2)),), {"axis": -1})]
+
+
 OPINFOS = [OpInfo("silu_gated", _gated), OpInfo("gelu_gated", _gelu_gated),
-           OpInfo("silu_rowsplit", _rowsplit)]
+           OpInfo("silu_rowsplit", _rowsplit), OpInfo("glu", _glu)]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,12 @@ def _concatenate(rng: np.random.Generator) -> list[Sample]:
             Sample(([floats(rng, (3,))],))]
 
 
+def _stack(rng: np.random.Generator) -> list[Sample]:
+    return [Sample(([floats(rng, (2, 3)), floats(rng, (2, 3))],)),
+            Sample(([floats(rng, (3,)), floats(rng, (3,)), floats(rng, (3,))],), {"axis": -1}),
+            Sample(([floats(rng, (0, 2))],), {"axis": 1})]
+
+
 def _pad(rng: np.random.Generator) -> list[Sample]:
     """Each mode at its widest legal border (reflect: n - 1), a one-sided
     pad, a size-1 axis replicated, a size-0 axis padded with a constant.
@@ -45,6 +51,15 @@ def _flip(rng: np.random.Generator) -> list[Sample]:
             Sample((floats(rng, (3, 2)),), {"axis": (0, 1)})]
 
 
+def _roll(rng: np.random.Generator) -> list[Sample]:
+    """One axis, a negative shift, tuples with one axis named twice, the
+    flattened array (axis=None), a size-0 axis."""
+    return [Sample((floats(rng, (2, 3)), 1), {"axis": -1}),
+            Sample((floats(rng, (3, 2)), (-1, 4, 1), (0, 1, 0))),
+            Sample((floats(rng, (2, 3)), 2)),
+            Sample((floats(rng, (0, 3)), 1), {"axis": 0})]
+
+
 def _tensor_unfold(rng: np.random.Generator) -> list[Sample]:
     """Overlapping windows, windows with gaps between them, one window."""
     return [Sample((floats(rng, (2, 5)),), {"axis": -1, "size": 3, "step": 1}),
@@ -61,10 +76,12 @@ def _tensor_fold(rng: np.random.Generator) -> list[Sample]:
 
 OPINFOS = [
     OpInfo("concatenate", _concatenate),
+    OpInfo("stack", _stack),
     OpInfo("pad", _pad),
     OpInfo("tile", _tile),
     OpInfo("repeat", _repeat),
     OpInfo("flip", _flip),
+    OpInfo("roll", _roll),
     OpInfo("tensor_unfold", _tensor_unfold),
     OpInfo("tensor_fold", _tensor_fold),
 ]

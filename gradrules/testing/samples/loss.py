@@ -1,6 +1,7 @@
 """Samples of the loss family: ignore_index on some and on every token, label
-smoothing, z-loss, -inf logits, every reduction, class weights for nll_loss
-and a token axis of rank 2 for fused_linear_cross_entropy. ``KERNEL_CASES``:
+smoothing, z-loss, -inf logits, every reduction, class weights for nll_loss,
+a token axis of rank 2 for fused_linear_cross_entropy, probability and
+one-hot labels for softmax_cross_entropy (-inf logits: tests/test_loss.py). ``KERNEL_CASES``:
 the cross_entropy calls of the Pallas kernel tests."""
 
 from __future__ import annotations
@@ -51,6 +52,21 @@ def _nll_loss(rng: np.random.Generator) -> list[Sample]:
                    {"reduction": "none"}, desc="ignore_index on every token")]
 
 
+def _probs(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    p = rng.uniform(0.1, 1.0, shape)
+    return p / p.sum(-1, keepdims=True)
+
+
+def _softmax_cross_entropy(rng: np.random.Generator) -> list[Sample]:
+    """Probability labels on a leading batch of rank 2, one-hot labels with
+    large logits (30 apart), a single class."""
+    big = floats(rng, (3, 4)) * 15.0
+    return [Sample((floats(rng, (2, 2, 3)), _probs(rng, (2, 2, 3)))),
+            Sample((big, np.eye(4)[[0, 3, 1]]), desc="float64[3, 4] logits in [-30, 30), "
+                   "one-hot labels"),
+            Sample((floats(rng, (2, 1)), _probs(rng, (2, 1))))]
+
+
 def _flce(rng: np.random.Generator) -> list[Sample]:
     return [Sample((floats(rng, (4, 2)), floats(rng, (2, 5)),
                     np.array([0, 4, IGNORE, 3], np.int32))),
@@ -62,7 +78,8 @@ def _flce(rng: np.random.Generator) -> list[Sample]:
 
 OPINFOS = [OpInfo("cross_entropy", _cross_entropy),
            OpInfo("nll_loss", _nll_loss),
-           OpInfo("fused_linear_cross_entropy", _flce)]
+           OpInfo("fused_linear_cross_entropy", _flce),
+           OpInfo("softmax_cross_entropy", _softmax_cross_entropy)]
 
 
 @dataclass(frozen=True)

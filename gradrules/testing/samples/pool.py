@@ -24,8 +24,23 @@ def _max_pool2d(rng: np.random.Generator) -> list[Sample]:
             Sample((floats(rng, (2, 1, 4, 5)),), {"kernel_size": (2, 3), "stride": (1, 2)})]
 
 
+def _avg_pool3d(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (1, 2, 3, 3, 3)),), {"kernel_size": 2, "stride": 1,
+                                                      "padding": 1}),
+            Sample((floats(rng, (2, 1, 2, 4, 3)),), {"kernel_size": (2, 2, 3)})]
+
+
+def _max_pool3d(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (1, 2, 3, 3, 3)),), {"kernel_size": 2, "stride": 1,
+                                                      "padding": 1}),
+            Sample((floats(rng, (2, 1, 2, 4, 3)),), {"kernel_size": (1, 2, 3),
+                                                      "stride": (1, 2, 1)})]
+
+
 OPINFOS = [
     OpInfo("avg_pool2d", _avg_pool2d),
     OpInfo("adaptive_avg_pool2d", _adaptive_avg_pool2d),
     OpInfo("max_pool2d", _max_pool2d),
+    OpInfo("avg_pool3d", _avg_pool3d),
+    OpInfo("max_pool3d", _max_pool3d),
 ]

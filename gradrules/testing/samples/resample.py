@@ -1,6 +1,6 @@
 """Samples of the resample family: nearest and bilinear upsampling (size and
 scale_factor, align_corners both ways, odd sizes, downsampling), pixel
-shuffles, patch tokens, grid sampling with points outside the image."""
+shuffles, patch tokens."""
 
 from __future__ import annotations
 
@@ -40,17 +40,10 @@ def _patchify(rng: np.random.Generator) -> list[Sample]:
     return [Sample((floats(rng, (1, 3, 4, 6)),), dict(_PATCH))]
 
 
-def _grid_sample2d(rng: np.random.Generator) -> list[Sample]:
-    return [Sample((floats(rng, (1, 2, 3, 4)), floats(rng, (1, 2, 3, 2), -1.2, 1.2))),
-            Sample((floats(rng, (2, 1, 4, 3)), floats(rng, (2, 1, 2, 2), -1.1, 1.1)),
-                   {"align_corners": True})]
-
-
 OPINFOS = [
     OpInfo("upsample2d", _upsample2d),
     OpInfo("pixel_shuffle", _pixel_shuffle),
     OpInfo("pixel_unshuffle", _pixel_unshuffle),
     OpInfo("unpatchify", _unpatchify),
     OpInfo("patchify", _patchify),
-    OpInfo("grid_sample2d", _grid_sample2d),
 ]

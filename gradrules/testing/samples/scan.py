@@ -35,6 +35,14 @@ def _cummax(rng: np.random.Generator) -> list[Sample]:
             Sample((distinct(rng, (1, 3)),), {"axis": 0})]
 
 
+def _logcumsumexp(rng: np.random.Generator) -> list[Sample]:
+    """Along each axis, reversed, and a row with large entries (+-1e4)."""
+    big = np.array([[-1e4, 3.0, 1e4, -2.0], [0.5, -1e4, 2.0, 1.0]])
+    return [Sample((floats(rng, (2, 3)),), {"axis": 1}),
+            Sample((floats(rng, (3, 2)),), {"axis": 0, "reverse": True}),
+            Sample((big,), {"axis": -1})]
+
+
 def _linear_recurrence(rng: np.random.Generator) -> list[Sample]:
     return [Sample((floats(rng, (2, 4)), floats(rng, (2, 4))), {"axis": -1}),
             Sample((floats(rng, (3, 2)), floats(rng, (3, 2))), {"axis": 0, "reverse": True}),
@@ -45,5 +53,6 @@ OPINFOS = [
     OpInfo("cumsum", _cumsum, dtypes=NUMERIC_DTYPES),
     OpInfo("cumprod", _cumprod, dtypes=NUMERIC_DTYPES),
     OpInfo("cummax", _cummax, dtypes=NUMERIC_DTYPES),
+    OpInfo("logcumsumexp", _logcumsumexp),
     OpInfo("linear_recurrence", _linear_recurrence),
 ]

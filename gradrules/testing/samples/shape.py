@@ -19,6 +19,11 @@ def _transpose(rng: np.random.Generator) -> list[Sample]:
             Sample((floats(rng, (2, 3, 1)), (-1, 0, 1)))]
 
 
+def _moveaxis(rng: np.random.Generator) -> list[Sample]:
+    return [Sample((floats(rng, (2, 3, 4)), 0, -1)),
+            Sample((floats(rng, (2, 3, 1)), (0, 1), (2, 0)))]
+
+
 def _broadcast_in_dim(rng: np.random.Generator) -> list[Sample]:
     return [Sample((floats(rng, (3,)), (2, 3), (1,))),
             Sample((floats(rng, (2, 1)), (2, 4, 3), (0, 2))),
@@ -45,6 +50,7 @@ def _squeeze(rng: np.random.Generator) -> list[Sample]:
 OPINFOS = [
     OpInfo("reshape", _reshape),
     OpInfo("transpose", _transpose),
+    OpInfo("moveaxis", _moveaxis),
     OpInfo("broadcast_in_dim", _broadcast_in_dim),
     OpInfo("broadcast_to", _broadcast_to),
     OpInfo("expand_dims", _expand_dims),

@@ -1,6 +1,6 @@
 """Samples of the softmax family: last and leading axes, a size-0 dim, a
-single-entry axis and, for softmax, rows with -inf entries and a row that is
-all -inf (log_softmax is -inf there, where finite differences do not apply:
+single-entry axis, a tuple of axes and, for softmax, ``where=``, rows with
+-inf entries and a row that is all -inf (log_softmax is -inf there, where finite differences do not apply:
 tests/test_softmax.py covers it); and ``KERNEL_CASES``, the calls of the
 Pallas kernel tests (tests/test_softmax_kernels.py)."""
 
@@ -24,11 +24,21 @@ def _with_inf(rng: np.random.Generator) -> list[Sample]:
     x = floats(rng, (3, 4))
     x[0, 1] = -np.inf
     x[2, :] = -np.inf
+    w = rng.uniform(size=(1, 4)) > 0.4
+    w[0, 0] = True
     return _rows(rng)[:2] + [Sample((x,), {"axis": -1}, desc="float64[3, 4] with -inf, "
-                                    "one row all -inf")]
+                                    "one row all -inf"),
+                             Sample((floats(rng, (2, 3, 4)),), {"axis": (0, 2), "where": w},
+                                    desc="float64[2, 3, 4], axis=(0, 2), where= [1, 4]")]
 
 
-OPINFOS = [OpInfo("softmax", _with_inf), OpInfo("log_softmax", _rows)]
+def _log_rows(rng: np.random.Generator) -> list[Sample]:
+    """``_rows`` and a tuple of axes (``where=`` gives -inf entries, where
+    finite differences do not apply: tests/test_softmax.py)."""
+    return _rows(rng) + [Sample((floats(rng, (2, 3, 4)),), {"axis": (0, 2)})]
+
+
+OPINFOS = [OpInfo("softmax", _with_inf), OpInfo("log_softmax", _log_rows)]
 
 
 @dataclass(frozen=True)

@@ -31,10 +31,22 @@ def _arg_extremum(rng: np.random.Generator) -> list[Sample]:
             Sample((distinct(rng, (3, 2)),), {"axis": None, "keepdims": True})]
 
 
+def _nonzero(rng: np.random.Generator) -> list[Sample]:
+    """Zeros among the values: more nonzeros than ``size`` (cut), and fewer
+    in a 3-d array (padded with one fill value per axis)."""
+    x = distinct(rng, (2, 4))
+    x[0, 1] = x[1, 0] = x[1, 3] = 0.0
+    y = distinct(rng, (2, 1, 3))
+    y[0, 0, 2] = y[1, 0, 0] = 0.0
+    return [Sample((x,), {"size": 3, "fill_value": -1}),
+            Sample((y,), {"size": 5, "fill_value": (9, 8, 7)})]
+
+
 OPINFOS = [
     OpInfo("sort", _sort),
     OpInfo("argsort", _sort),
     OpInfo("topk", _topk),
     OpInfo("argmax", _arg_extremum),
     OpInfo("argmin", _arg_extremum),
+    OpInfo("nonzero", _nonzero),
 ]

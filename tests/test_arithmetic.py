@@ -1,0 +1,130 @@
+"""Semantics of logaddexp, hypot and lerp beyond the rule checker: values
+against jax.numpy / torch.lerp's formula, the derivatives at the edges
+(infinities, the origin, +-1e4 in float32) in several orders, broadcasting,
+and the errors for bad input."""
+
+import numpy as np
+import pytest
+
+import jax
+import jax.numpy as jnp
+
+import gradrules
+from gradrules.primitives.arithmetic import hypot, lerp, logaddexp
+
+INF = np.inf
+
+
+def _grads(fn, x, y, order=1):
+    """The ``order``-th derivatives d^k/dx^k and d^k/dy^k at each (x, y)."""
+    out = []
+    for argnum in (0, 1):
+        f = fn
+        for _ in range(order):
+            f = jax.grad(f, argnum)
+        out.append(np.asarray(jax.vmap(f)(jnp.asarray(x, jnp.float64),
+                                          jnp.asarray(y, jnp.float64))))
+    return out
+
+
+# -------------------------------------------------------------- logaddexp
+def test_logaddexp_matches_jnp_with_broadcasting():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(2, 3)), rng.normal(size=(3,))
+    np.testing.assert_allclose(logaddexp(x, y), jnp.logaddexp(x, y), rtol=1e-15)
+    big = np.array([-1e4, 1e4, 700.0, -INF, -INF, INF])
+    other = np.array([-1e4, 1e4, 710.0, -INF, 2.0, INF])
+    np.testing.assert_array_equal(logaddexp(big, other), jnp.logaddexp(big, other))
+
+
+def test_logaddexp_derivatives_at_the_edges():
+    """sigmoid(x - y) and sigmoid(y - x); at (-inf, -inf) both 0 (logsumexp's
+    all -inf row, where jnp gives NaN), at (+inf, +inf) a half each, every
+    higher order 0 there; finite at +-1e4."""
+    x = np.array([-INF, INF, -INF, 3.0, 1e4, -1e4, 1.0])
+    y = np.array([-INF, INF, 2.0, -INF, -1e4, -1e4, 1.0])
+    dx, dy = _grads(logaddexp, x, y)
+    np.testing.assert_array_equal(dx, [0.0, 0.5, 0.0, 1.0, 1.0, 0.5, 0.5])
+    np.testing.assert_array_equal(dy, [0.0, 0.5, 1.0, 0.0, 0.0, 0.5, 0.5])
+    for order in (2, 3):
+        d2x, d2y = _grads(logaddexp, x, y, order)
+        assert np.isfinite(d2x).all() and np.isfinite(d2y).all()
+        np.testing.assert_array_equal(d2x[:5], 0.0)
+    # on finite points the derivatives are jnp's, in three orders
+    u, v = np.array([0.3, -2.0, 5.0]), np.array([0.3, 1.0, -4.0])
+    for order in (1, 2, 3):
+        for got, want in zip(_grads(logaddexp, u, v, order), _grads(jnp.logaddexp, u, v, order)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+def test_logaddexp_float32_large_values():
+    x = jnp.asarray([1e4, -1e4, 3e38], jnp.float32)
+    y = jnp.asarray([-1e4, -1e4, 3e38], jnp.float32)
+    out = logaddexp(x, y)
+    assert out.dtype == jnp.float32 and np.isfinite(np.asarray(out)[:2]).all()
+    g = jax.vmap(jax.grad(jax.grad(logaddexp)))(x, y)
+    assert np.isfinite(np.asarray(g)).all()
+
+
+# ------------------------------------------------------------------ hypot
+def test_hypot_matches_jnp_without_overflow():
+    x = np.array([3.0, 1e300, 1e-300, 0.0, -5.0])
+    y = np.array([4.0, 1e300, 1e-300, 0.0, 12.0])
+    np.testing.assert_allclose(hypot(x, y), jnp.hypot(x, y), rtol=1e-15)
+    np.testing.assert_allclose(hypot(np.ones((2, 1)), np.zeros(3)), np.ones((2, 3)))
+
+
+def test_hypot_derivative_at_the_origin_is_zero():
+    dx, dy = _grads(hypot, [0.0, 3.0, -3.0], [0.0, 4.0, 4.0])
+    np.testing.assert_allclose(dx, [0.0, 0.6, -0.6])
+    np.testing.assert_allclose(dy, [0.0, 0.8, 0.8])
+    for order in (2, 3):
+        d2x, d2y = _grads(hypot, [0.0], [0.0], order)
+        np.testing.assert_array_equal(np.concatenate([d2x, d2y]), [0.0, 0.0])
+    u, v = np.array([0.5, -2.0]), np.array([1.5, 0.7])
+    for got, want in zip(_grads(hypot, u, v, 2), _grads(jnp.hypot, u, v, 2)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# ------------------------------------------------------------------- lerp
+def test_lerp_is_torch_lerp_with_array_weight():
+    rng = np.random.default_rng(1)
+    x, y, w = rng.normal(size=(2, 1, 3)), rng.normal(size=(4, 1)), rng.uniform(size=(3,))
+    out = lerp(x, y, w)
+    assert out.shape == (2, 4, 3)
+    # rtol: XLA may fuse the multiply-add
+    np.testing.assert_allclose(out, x + w * (y - x), rtol=1e-14, atol=1e-16)
+    np.testing.assert_allclose(lerp(1.0, 3.0, 0.25), 1.5)
+    assert gradrules.lerp is lerp
+
+
+def test_lerp_derivatives_and_transpose():
+    rng = np.random.default_rng(2)
+    x, y, w = rng.normal(size=(3,)), rng.normal(size=(2, 3)), rng.uniform(size=(2, 1))
+    gx, gy, gw = jax.grad(lambda *a: lerp(*a).sum(), (0, 1, 2))(x, y, w)
+    np.testing.assert_allclose(gx, (1 - w).sum(0) * np.ones(3), rtol=1e-14)
+    np.testing.assert_allclose(gy, np.broadcast_to(w, (2, 3)), rtol=1e-14)
+    np.testing.assert_allclose(gw, (y - x).sum(1, keepdims=True), rtol=1e-14)
+    # linear in (x, y) for a fixed w: linear_transpose works and sends ct (1 - w), ct w
+    ct = rng.normal(size=(2, 3))
+    tx, ty = jax.linear_transpose(lambda a, b: lerp(a, b, w), x, y)(ct)
+    np.testing.assert_allclose(tx, (ct * (1 - w)).sum(0), rtol=1e-14)
+    np.testing.assert_allclose(ty, ct * w, rtol=1e-14)
+    # d2/dw dx = -1, d2/dw dy = 1 (bilinear cross terms); d2/dw2 = 0
+    h = jax.hessian(lambda v: lerp(v[0], v[1], v[2]))(np.array([0.3, 2.0, 0.4]))
+    np.testing.assert_allclose(h, [[0, 0, -1], [0, 0, 1], [-1, 1, 0]], atol=0)
+
+
+# ----------------------------------------------------------------- errors
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: logaddexp(np.ones(3), np.ones(2)), ValueError, "gradrules.logaddexp"),
+    (lambda: hypot(np.ones((2, 3)), np.ones((3, 2))), ValueError, "gradrules.hypot"),
+    (lambda: lerp(np.ones(3), np.ones(3), np.ones(2)), ValueError, "gradrules.lerp"),
+    (lambda: lerp(np.ones(3), np.ones(3)), TypeError, "gradrules.lerp takes 3 arguments"),
+    (lambda: logaddexp("a", 1.0), TypeError, "gradrules.logaddexp"),
+])
+def test_errors_name_the_op(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+    with pytest.raises(exc, match=match):
+        jax.jit(lambda: call())()

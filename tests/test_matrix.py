@@ -1,0 +1,104 @@
+"""Matrix structure: tril, triu, diagonal, diag and trace against numpy at
+every offset (past the edges too), their transposes (masks, a strided slice
+<-> a select on the diagonal, a diagonal broadcast: no dense identity, no
+gather), batching, and bad input naming the op and the argument."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gradrules.primitives import matrix as mx
+
+from _helpers import count_bound, vjp_of
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((3, 4))
+OFFSETS = (-4, -3, -1, 0, 1, 3, 5)
+
+
+def _primitives(fn, *args):
+    return {e.primitive.name for e in jax.make_jaxpr(fn)(*args).jaxpr.eqns}
+
+
+@pytest.mark.parametrize("k", OFFSETS)
+def test_values_match_numpy_at_every_offset(k) -> None:
+    np.testing.assert_array_equal(mx.tril(A, k), np.tril(A, k))
+    np.testing.assert_array_equal(mx.triu(A, k), np.triu(A, k))
+    np.testing.assert_array_equal(mx.diagonal(A, k), np.diagonal(A, k))
+    np.testing.assert_allclose(mx.trace(A, k), np.trace(A, k), rtol=1e-15)
+    np.testing.assert_array_equal(mx.diag(A, k), np.diag(A, k))
+    v = RNG.standard_normal(3)
+    np.testing.assert_array_equal(mx.diag(v, k), np.diag(v, k))
+
+
+def test_stacks_of_matrices_and_other_axis_pairs() -> None:
+    x = RNG.standard_normal((2, 3, 4, 5))
+    np.testing.assert_array_equal(mx.tril(x, -1), np.tril(x, -1))
+    for args in ((1, 1, 3), (-2, 3, 0), (0, -1, -3), (2, 2, 1)):
+        np.testing.assert_array_equal(mx.diagonal(x, *args), np.diagonal(x, *args))
+        np.testing.assert_allclose(mx.trace(x, *args), np.trace(x, *args), rtol=1e-14)
+    assert mx.diagonal(np.ones((0, 3)), 1).shape == (0,)
+    assert mx.trace(np.ones((2, 0, 3))).shape == (3,)
+    np.testing.assert_array_equal(mx.trace(np.ones((0, 2))), 0.0)
+
+
+@pytest.mark.parametrize("k", (-2, 0, 1, 4))
+def test_transposes_match_jax_numpy(k) -> None:
+    x = RNG.standard_normal((3, 2, 4))
+    for ours, ref in ((lambda a: mx.diagonal(a, k, 2, 0), lambda a: jnp.diagonal(a, k, 2, 0)),
+                      (lambda a: mx.trace(a, k, 0, 2), lambda a: jnp.trace(a, k, 0, 2)),
+                      (lambda a: mx.tril(a, k), lambda a: jnp.tril(a, k)),
+                      (lambda a: mx.triu(a, k), lambda a: jnp.triu(a, k))):
+        got, w = vjp_of(ours, x)
+        want, _ = vjp_of(ref, x, w)
+        np.testing.assert_array_equal(got, want)
+    v = RNG.standard_normal(3)
+    got, w = vjp_of(lambda a: mx.diag(a, k), v)
+    np.testing.assert_array_equal(got, vjp_of(lambda a: jnp.diag(a, k), v, w)[0])
+
+
+def test_transposes_are_structural_not_dense() -> None:
+    """diagonal <-> diag (a strided slice and a select), trace -> a broadcast
+    and a diag, tril -> tril: no gather, no dot, no multiply by an identity."""
+    x = RNG.standard_normal((4, 4))
+    dense = {"gather", "dot_general", "matmul", "einsum", "mul", "multiply", "scatter_add"}
+    for fn, arg, expect in ((lambda a: mx.diagonal(a, 1), x, "diag"), (mx.trace, x, "diag"),
+                            (lambda a: mx.diag(a, -1), x[0], "diagonal"), (mx.tril, x, "tril"),
+                            (mx.triu, x, "triu")):
+        out = fn(arg)
+        names = _primitives(jax.linear_transpose(fn, arg), out)
+        assert expect in names and not names & dense, names
+
+
+def test_vmap_binds_once_on_any_batch_axis() -> None:
+    x = RNG.standard_normal((3, 2, 4))
+    for name, fn, arg in (("diagonal", lambda a: mx.diagonal(a, 1), x), ("trace", mx.trace, x),
+                          ("tril", mx.tril, x), ("diag", mx.diag, x[:, 0])):
+        for axis in range(arg.ndim):
+            vfn = jax.vmap(fn, in_axes=axis)
+            assert count_bound(vfn, arg, name=name) == 1
+            loop = np.stack([fn(np.take(arg, i, axis)) for i in range(arg.shape[axis])])
+            np.testing.assert_array_equal(vfn(arg), loop)
+
+
+BAD = [
+    (mx.tril, (np.ones(3),), {}, ValueError, r"gradrules.tril: x must have rank >= 2"),
+    (mx.triu, (np.ones((2, 2)),), {"k": 1.5}, TypeError, r"gradrules.triu: k must be an int"),
+    (mx.diag, (np.ones((2, 2, 2)),), {}, ValueError, r"gradrules.diag: v must be 1-D .* or 2-D"),
+    (mx.diagonal, (np.ones((2, 3)),), {"axis1": 1, "axis2": -1}, ValueError,
+     r"gradrules.diagonal: axis1=1 and axis2=-1 name the same axis"),
+    (mx.diagonal, (np.ones((2, 3)),), {"axis2": 2}, ValueError,
+     r"gradrules.diagonal: axis2=2 is out of range"),
+    (mx.trace, (np.ones(4),), {}, ValueError, r"gradrules.trace: x must have rank >= 2"),
+    (mx.trace, (np.ones((2, 2), bool),), {}, TypeError, r"gradrules.trace: argument x must"),
+]
+
+
+@pytest.mark.parametrize("fn, args, kwargs, exc, match", BAD,
+                         ids=[f"{b[0].__name__}-{i}" for i, b in enumerate(BAD)])
+def test_bad_input_raises_eagerly_and_under_jit(fn, args, kwargs, exc, match) -> None:
+    with pytest.raises(exc, match=match):
+        fn(*args, **kwargs)
+    with pytest.raises(exc, match=match):
+        jax.jit(lambda *a: fn(*a, **kwargs))(*args)
