@@ -191,6 +191,9 @@ from .primitives.norm import layer_norm as layer_norm
 from .primitives.norm import group_norm as group_norm
 from .primitives.norm import batch_norm as batch_norm
 
+# parallel
+from .primitives.parallel import vocab_parallel_cross_entropy as vocab_parallel_cross_entropy
+
 # pool
 from .primitives.pool import avg_pool2d as avg_pool2d
 from .primitives.pool import adaptive_avg_pool2d as adaptive_avg_pool2d

@@ -73,6 +73,7 @@ class _ValidatedPrimitive(Primitive):
     """A Primitive that validates its params before JAX hashes them."""
 
     validate_params: Callable[[dict[str, Any]], None] | None = None
+    vary_operands: bool = True
 
     def bind(self, *args: Any, **params: Any) -> Any:
         if self.validate_params is not None:
@@ -80,16 +81,22 @@ class _ValidatedPrimitive(Primitive):
         # inside shard_map, operands varying over different manual axes vary
         # over all of them (pvary, whose transpose psums the cotangent of an
         # invariant operand), as for JAX's own primitives
-        return super().bind(*_core.auto_insert_reshard(*args), **params)
+        if self.vary_operands:
+            args = _core.auto_insert_reshard(*args)
+        return super().bind(*args, **params)
 
 
 def new_primitive(name: str, *, multiple_results: bool = False,
-                  validate_params: Callable[[dict[str, Any]], None] | None = None
-                  ) -> Primitive:
+                  validate_params: Callable[[dict[str, Any]], None] | None = None,
+                  vary_operands: bool = True) -> Primitive:
     """A JAX primitive whose eager impl compiles it through its lowering;
-    ``validate_params(params)`` runs at every bind."""
+    ``validate_params(params)`` runs at every bind. Inside ``shard_map`` its
+    operands are made to vary over the same manual axes (``pvary``), unless
+    ``vary_operands`` is False: a primitive with collectives takes them as
+    they are (an operand the same on every shard, such as labels, stays so)."""
     prim = _ValidatedPrimitive(name)
     prim.validate_params = validate_params
+    prim.vary_operands = vary_operands
     prim.multiple_results = multiple_results
     prim.def_impl(partial(_dispatch.apply_primitive, prim))
     return prim
@@ -144,10 +151,12 @@ def optional_string_config_state(name: str, help: str) -> Any:
     return _config.optional_string_state(name, None, help, include_in_trace_context=True)
 
 
-def with_varying_axes(out: Any, avals: Sequence[Any]) -> Any:
+def with_varying_axes(out: Any, avals: Sequence[Any], invariant: str | None = None) -> Any:
     """The output aval(s) of a primitive varying over the manual mesh axes
-    (inside ``shard_map``) its operands vary over, which ``bind`` made equal."""
+    (inside ``shard_map``) its operands vary over, which ``bind`` made equal,
+    except ``invariant``, an axis the primitive reduces over (``psum``)."""
     varying = frozenset().union(*(a.mat.varying for a in avals if isinstance(a, ShapedArray)))
+    varying -= {invariant}
     if not varying:
         return out
     mat = _core.ManualAxisType(varying=varying)

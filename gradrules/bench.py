@@ -383,6 +383,7 @@ def _functions(case: BenchCase) -> tuple[Callable[..., Any], Callable[..., Any]]
     """(gradrules, plain jax.numpy) of a case, params bound."""
     if case.op == "tanh_exp_ratio":
         return _tanh_exp_ratio, _tanh_exp_ratio_reference
+    from .testing.samples import sample_fn
     op = get_op(case.op)
     assert op.reference is not None
     kw = dict(case.kwargs)
@@ -392,7 +393,7 @@ def _functions(case: BenchCase) -> tuple[Callable[..., Any], Callable[..., Any]]
         if case.output is None:
             return lambda *a: fn(*rebuild(a), **kw)
         return lambda *a: fn(*rebuild(a), **kw)[case.output]
-    return pick(op.fn), pick(op.reference)
+    return pick(sample_fn(case.op)), pick(op.reference)
 
 
 def _float_leaves(tree: Any) -> list[Any]:
@@ -556,7 +557,7 @@ def catalog_cases(exclude: Sequence[str] = ()) -> list[BenchCase]:
     its float operands that take a tangent."""
     from .core.registry import OPS
     from .testing.case import make_case
-    from .testing.samples import opinfo, table
+    from .testing.samples import opinfo, sample_fn, table
     cases = []
     for name, op in OPS.items():
         if name in exclude or op.reference is None or name not in table():
@@ -564,7 +565,7 @@ def catalog_cases(exclude: Sequence[str] = ()) -> list[BenchCase]:
         sample = _largest_sample(name)
         if sample is None:
             continue
-        case = make_case(name, op, op.fn, sample, opinfo(name))
+        case = make_case(name, op, sample_fn(name), sample, opinfo(name))
         cases.append(BenchCase(name, name, lambda rng, quick, case=case: _grown(case, quick),
                                tuple(sample.kwargs.items()), tuple(case.diff_idx),
                                rebuild=case.rebuild))

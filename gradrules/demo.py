@@ -20,7 +20,9 @@ Adam. Afterwards, in float64:
 
 from __future__ import annotations
 
+import argparse
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -109,32 +111,63 @@ def init_params(cfg: Config, vocab: int, key: jax.Array) -> Params:
             "head": dense((d, vocab))}
 
 
-def transformer(params: Params, ids: Any, cfg: Config, ops: SimpleNamespace) -> Any:
-    """Logits [B, S, vocab] of a pre-norm decoder-only transformer."""
+class Layout:
+    """Where the model's collectives go. On one device (this class) there
+    are none: the embedding is a lookup, a row-parallel matmul's partial sums
+    need no reduction, and the loss is cross_entropy. The tensor-parallel
+    layout (``demo_parallel.Megatron``) overrides the three."""
+
+    def embed(self, table: Any, ids: Any, ops: SimpleNamespace) -> Any:
+        return ops.embedding(ids, table)
+
+    def all_reduce(self, x: Any) -> Any:
+        return x
+
+    def kv_heads(self, kv: Any, q_heads: int, cfg: Config) -> Any:
+        """The key/value heads ``[B, S, kv, hd]`` that this device's
+        ``q_heads`` query heads attend with (on one device, all of them)."""
+        return kv
+
+    def loss(self, logits: Any, labels: Any, ops: SimpleNamespace) -> Any:
+        return ops.cross_entropy(logits, labels)
+
+
+ONE_DEVICE = Layout()
+
+
+def transformer(params: Params, ids: Any, cfg: Config, ops: SimpleNamespace,
+                layout: Layout = ONE_DEVICE) -> Any:
+    """Logits [B, S, vocab] of a pre-norm decoder-only transformer. The head
+    counts come from the weights' shapes, so the same code runs on a tensor-
+    parallel shard of them (its heads, its slice of the MLP and of the
+    vocabulary), with ``layout``'s collectives."""
     b, s = ids.shape
     hd = cfg.head_dim
 
     def norm(x: Any, gamma: Any) -> Any:
         return ops.rms_norm(x, gamma, eps=EPS, weight_offset=NORM_OFFSET)
 
-    def heads(x: Any, w: Any, n: int) -> Any:
-        return ops.reshape(ops.matmul(x, w), (b, s, n, hd))
+    def heads(x: Any, w: Any) -> Any:
+        return ops.reshape(ops.matmul(x, w), (b, s, np.shape(w)[1] // hd, hd))
 
-    x = ops.embedding(ids, params["embed"])
+    x = layout.embed(params["embed"], ids, ops)
     for layer in params["layers"]:
         h = norm(x, layer["attn_norm"])
-        q = ops.rope(heads(h, layer["wq"], cfg.heads))
-        k = ops.rope(heads(h, layer["wk"], cfg.kv_heads))
-        a = ops.attention(q, k, heads(h, layer["wv"], cfg.kv_heads), causal=True)
-        x = ops.residual_add(x, ops.matmul(ops.reshape(a, (b, s, cfg.heads * hd)), layer["wo"]))
+        q = ops.rope(heads(h, layer["wq"]))
+        k = layout.kv_heads(ops.rope(heads(h, layer["wk"])), q.shape[2], cfg)
+        v = layout.kv_heads(heads(h, layer["wv"]), q.shape[2], cfg)
+        a = ops.attention(q, k, v, causal=True)
+        a = ops.reshape(a, (b, s, np.shape(layer["wq"])[1]))
+        x = ops.residual_add(x, layout.all_reduce(ops.matmul(a, layer["wo"])))
         h = norm(x, layer["mlp_norm"])
         gated = ops.silu_gated(ops.matmul(h, layer["w_gate"]), ops.matmul(h, layer["w_up"]))
-        x = ops.residual_add(x, ops.matmul(gated, layer["w_down"]))
+        x = ops.residual_add(x, layout.all_reduce(ops.matmul(gated, layer["w_down"])))
     return ops.matmul(norm(x, params["final_norm"]), params["head"])
 
 
-def loss_fn(params: Params, ids: Any, labels: Any, cfg: Config, ops: SimpleNamespace) -> Any:
-    return ops.cross_entropy(transformer(params, ids, cfg, ops), labels)
+def loss_fn(params: Params, ids: Any, labels: Any, cfg: Config, ops: SimpleNamespace,
+            layout: Layout = ONE_DEVICE) -> Any:
+    return layout.loss(transformer(params, ids, cfg, ops, layout), labels, ops)
 
 
 # ------------------------------------------------------------------ data
@@ -181,7 +214,7 @@ class Data:
 
 
 # -------------------------------------------------------------- training
-def _adam(cfg: Config) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def adam(cfg: Config) -> tuple[Callable[..., Any], Callable[..., Any]]:
     b1, b2, eps = 0.9, 0.95, 1e-8
     warmup = max(1, min(30, cfg.steps // 10))
 
@@ -217,7 +250,7 @@ def _progress(out: TextIO, step: int, steps: int, loss: float, tok_s: float) -> 
 def train(cfg: Config, data: Data, out: TextIO) -> tuple[Params, list[float], float]:
     """Adam on random windows; returns the params, the loss of every step and
     the tokens per second (compilation excluded)."""
-    init, update = _adam(cfg)
+    init, update = adam(cfg)
 
     def step(params: Params, state: Any, ids: Any, labels: Any) -> Any:
         loss, grads = jax.value_and_grad(loss_fn)(params, ids, labels, cfg, GRADRULES)
@@ -353,7 +386,7 @@ def run(cfg: Config, out: TextIO = sys.stdout, text: str | None = None) -> Resul
     return result
 
 
-def parse_args(argv: list[str] | None = None) -> Config:
+def _parser() -> OneLineParser:
     d = Config()
     p = OneLineParser(prog="gradrules demo", description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=d.steps, help="training steps")
@@ -364,17 +397,67 @@ def parse_args(argv: list[str] | None = None) -> Config:
     p.add_argument("--seq", type=int, default=d.seq, help="characters per sequence")
     p.add_argument("--batch", type=int, default=d.batch, help="sequences per step")
     p.add_argument("--seed", type=int, default=d.seed, help="random seed")
+    p.add_argument("--devices", type=int, help="train on a mesh of this many devices (per "
+                   "process; simulated CPU devices on a CPU-only machine) and compare with "
+                   "one device")
+    p.add_argument("--mesh", metavar="DATAxMODEL", help="the mesh's data and model axis sizes "
+                   "(default: 2 x the rest)")
+    p.add_argument("--processes", type=int, default=1, help="local processes joined by "
+                   "jax.distributed, each with --devices devices")
+    p.add_argument("--process-id", type=int, help=argparse.SUPPRESS)
+    return p
+
+
+def _parse(argv: list[str] | None) -> tuple[Config, Any]:
+    p = _parser()
     a = p.parse_args(argv)
-    for name in ("steps", "d_model", "layers", "heads", "kv_heads", "seq", "batch"):
+    for name in ("steps", "d_model", "layers", "heads", "kv_heads", "seq", "batch",
+                 "processes"):
         if getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     if a.d_model % a.heads or (a.d_model // a.heads) % 2:
         p.error("--d-model must be a multiple of --heads with an even head size")
     if a.heads % a.kv_heads:
         p.error("--heads must be a multiple of --kv-heads")
-    return Config(a.steps, a.d_model, a.layers, a.heads, a.kv_heads, a.seq, a.batch, a.seed)
+    if a.devices is not None and a.devices < 1:
+        p.error("--devices must be >= 1")
+    if (a.mesh is not None or a.processes > 1) and a.devices is None:
+        p.error("--mesh and --processes need --devices")
+    if a.devices is not None:
+        total = a.devices * a.processes
+        if a.mesh is None:
+            data = 2 if total % 2 == 0 else 1
+            a.mesh = f"{data}x{total // data}"
+        sizes = a.mesh.lower().split("x")
+        if len(sizes) != 2 or not all(x.isdigit() and int(x) > 0 for x in sizes):
+            p.error(f"--mesh must be DATAxMODEL (e.g. 2x4), got {a.mesh!r}")
+        if int(sizes[0]) * int(sizes[1]) != total:
+            p.error(f"--mesh {a.mesh} has {int(sizes[0]) * int(sizes[1])} devices; "
+                    f"--devices {a.devices} x --processes {a.processes} is {total}")
+        a.mesh = (int(sizes[0]), int(sizes[1]))
+    cfg = Config(a.steps, a.d_model, a.layers, a.heads, a.kv_heads, a.seq, a.batch, a.seed)
+    return cfg, a
+
+
+def parse_args(argv: list[str] | None = None) -> Config:
+    """The model and training flags of ``gradrules demo``."""
+    return _parse(argv)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The ``gradrules demo`` command: 0 when the derivative checks agree."""
-    return 0 if run(parse_args(argv)).ok else 1
+    """The ``gradrules demo`` command: 0 when the derivative checks agree (on
+    a mesh: when the loss curves agree with one device's)."""
+    cfg, a = _parse(argv)
+    if a.devices is None:
+        return 0 if run(cfg).ok else 1
+    from . import demo_parallel
+    mesh = demo_parallel.Mesh(a.devices * a.processes, *a.mesh, processes=a.processes)
+    if a.processes > 1 and a.process_id is None:
+        return demo_parallel.launch(sys.argv[2:] if argv is None else list(argv), mesh)
+    # before JAX starts its CPU backend (importing gradrules does not start it)
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                               f" --xla_force_host_platform_device_count={a.devices}").strip()
+    if a.process_id is not None:
+        demo_parallel.join(a.process_id, mesh)
+    figures = demo_parallel.run(cfg, mesh, process=a.process_id or 0)
+    return 0 if figures["diff"] < demo_parallel.TOLERANCE else 1

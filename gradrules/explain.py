@@ -30,7 +30,7 @@ from .core.registry import (RULE_KINDS, OpDef, PrimitiveInfo, get_op, is_catalog
 from .testing.case import like, make_case, scalarize
 from .testing.check import check, seed
 from .testing.report import Report
-from .testing.samples import opinfo, samples_for
+from .testing.samples import opinfo, sample_fn, samples_for
 
 
 @dataclass
@@ -185,7 +185,7 @@ def _derivatives(op: OpDef) -> Section:
         s.lines.append("no samples: gradrules.register_samples adds them")
         return s
     with jax.enable_x64(True):
-        case = make_case(op.name, op, op.fn, sample, info)
+        case = make_case(op.name, op, sample_fn(op.name), sample, info)
         s.lines.append(f"sample: {op.name}({sample.describe()})")
         xs = [case.leaves[i] for i in case.diff_idx]
         f = case.float_outputs(case.call)

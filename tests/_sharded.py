@@ -7,7 +7,11 @@ JSON line per (case, axis type): the largest relative differences of the
 loss and the grads, the all-gathers in the compiled HLO and the spec of the
 first grad. "user-shard-map" is gradrules ops (rms_norm, tanh) inside the
 user's own ``jax.shard_map`` (its default vma checks) over a batch-sharded x
-and a replicated weight, whose gradient sums over the shards."""
+and a replicated weight, whose gradient sums over the shards.
+"c-embedding": c_embedding as the vocab-parallel embedding inside
+``shard_map`` (table rows over ``model``, a psum) against a plain lookup,
+grads included; "check-vocab-parallel": ``gradrules.check`` of
+vocab_parallel_cross_entropy with its logits over 8 (or 4) shards."""
 
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P  # noqa: E402
 
 import gradrules  # noqa: E402
+import gradrules.testing.check  # noqa: E402
 from gradrules.pallas.loss import BlockSizes as LossBlocks  # noqa: E402
 from gradrules.pallas.softmax import BlockSizes as SoftmaxBlocks  # noqa: E402
 
@@ -142,6 +147,47 @@ def run_user_shard_map() -> dict:
     return _row("user-shard-map", ref, got, f.lower(xs, w).compile().as_text())
 
 
+def run_vocab_parallel_check() -> dict:
+    """gradrules.check of vocab_parallel_cross_entropy with its logits split
+    over 8 (or 4) shards (``testing.samples.parallel.over_vocab_shards``)."""
+    # not export: calling the 8-device export of vmap(grad) with a symbolic
+    # batch segfaults in XLA's CPU runtime here (JAX 0.10.2); the export
+    # round trip is checked on one shard in the main process (test_checks)
+    checks = [c for c in gradrules.testing.check.CHECKS if c != "export"]
+    report = gradrules.check("vocab_parallel_cross_entropy", checks=checks)
+    rows = report.results
+    return {"case": "check-vocab-parallel", "shards": jax.device_count(),
+            "passed": sum(r.status == "pass" for r in rows),
+            "failed": [f"{r.check}: {r.detail}" for r in rows if r.status == "FAIL"]}
+
+
+def run_c_embedding() -> dict:
+    """c_embedding as the vocab-parallel embedding: the table split over
+    ``model`` by rows, each shard looking the ids up at its start index, a
+    psum; against a plain lookup, with the gradients of the table."""
+    table, ids = normal(40, 6), rng.integers(0, 40, (8, 5)).astype(np.int32)
+    weights = normal(8, 5, 6)
+
+    def plain(table):
+        return jnp.sum(jnp.sin(jnp.take(table, ids, axis=0)) * weights)
+
+    mesh = jax.make_mesh((2, 4), ("data", "model"), axis_types=(AxisType.Auto,) * 2)
+
+    def lookup(shard, ids, weights):
+        start = jax.lax.axis_index("model") * shard.shape[0]
+        rows = jax.lax.psum(gradrules.c_embedding(shard, ids - start), "model")
+        return jax.lax.psum(jnp.sum(gradrules.sin(rows) * weights), "data")
+
+    sharded = jax.shard_map(lookup, mesh=mesh, in_specs=(P("model", None), P("data"),
+                                                         P("data")), out_specs=P())
+    args = (jax.device_put(table, NamedSharding(mesh, P("model", None))), ids, weights)
+    f = jax.jit(jax.value_and_grad(lambda t: sharded(t, *args[1:])))
+    got = f(args[0])
+    row = _row("c-embedding", jax.value_and_grad(plain)(table), got,
+               f.lower(args[0]).compile().as_text())
+    return {**row, "grad_spec": str(got[1].sharding.spec)}
+
+
 def _row(name: str, ref: Any, got: Any, hlo: str) -> dict:
     diffs = [float(np.abs(np.asarray(a) - np.asarray(b)).max() / max(np.abs(a).max(), 1e-30))
              for a, b in zip(jax.tree.leaves(ref), jax.tree.leaves(got))]
@@ -154,3 +200,5 @@ if __name__ == "__main__":
         for axis_type in (AxisType.Explicit, AxisType.Auto):
             print(json.dumps(run(name, axis_type)), flush=True)
     print(json.dumps(run_user_shard_map()), flush=True)
+    print(json.dumps(run_c_embedding()), flush=True)
+    print(json.dumps(run_vocab_parallel_check()), flush=True)

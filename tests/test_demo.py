@@ -3,7 +3,9 @@
 Hessian-vector product and the jacfwd of the logits agree with the same model
 in plain jax.numpy."""
 
+import io
 import re
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -50,3 +52,66 @@ def test_corpus_is_shipped_and_unigram_entropy_is_sane():
 def test_bad_flags(argv):
     with pytest.raises(SystemExit):
         demo.parse_args(argv)
+
+
+MESH_TINY = ["--steps", "8", "--d-model", "32", "--layers", "1", "--heads", "4",
+             "--kv-heads", "2", "--seq", "16", "--batch", "8", "--seed", "3"]
+
+
+def _mesh_demo(flags: list[str]) -> str:
+    done = subprocess.run([str(Path(sys.executable).with_name("gradrules")), "demo", *flags,
+                           *MESH_TINY], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    return done.stdout
+
+
+@pytest.mark.parametrize("flags, processes", [(["--devices", "8", "--mesh", "2x4"], 1),
+                                              (["--processes", "2", "--devices", "4"], 2)],
+                         ids=["one-process", "two-processes"])
+def test_demo_on_a_mesh_trains_like_one_device(flags, processes):
+    """Data parallel x tensor parallel (kv heads fewer than shards, so wk/wv
+    replicated), in one process and in two joined by jax.distributed: the
+    same loss curve as one device to float32 round-off."""
+    text = _mesh_demo(flags)
+    assert "2x4 mesh (data x model) of 8 devices" in text
+    assert ("in 2 processes" in text) == (processes == 2)
+    diff = float(re.search(r"max \|loss difference\| vs one device: ([\d.e+-]+)", text)[1])
+    assert diff < 1e-4, text
+    mesh, one = map(float, re.search(r"per device: ([\d.]+) MiB on the mesh, ([\d.]+) MiB on "
+                                     r"one device", text).groups())
+    assert 0 < mesh < one, text
+
+
+def test_a_failing_process_stops_the_others():
+    """Process 1 fails at once, process 0 would wait for ever: the launcher
+    stops it and says which one failed."""
+    from gradrules import demo_parallel
+    script = ("import sys, time\n"
+              "if sys.argv[-1] == '1': sys.exit('process 1: broken on purpose')\n"
+              "time.sleep(600)\n")
+    out = io.StringIO()
+    mesh = demo_parallel.Mesh(devices=2, data=2, model=1, processes=2)
+    start = time.monotonic()
+    status = demo_parallel.launch([], mesh, out, command=[sys.executable, "-c", script])
+    assert status == 1 and time.monotonic() - start < 60
+    text = out.getvalue()
+    assert "process 1 exited with status 1; stopped the others" in text
+    assert "broken on purpose" in text
+
+
+def test_the_launcher_times_out():
+    from gradrules import demo_parallel
+    out = io.StringIO()
+    mesh = demo_parallel.Mesh(devices=2, data=2, model=1, processes=2)
+    status = demo_parallel.launch([], mesh, out, timeout_s=1.0,
+                                  command=[sys.executable, "-c", "import time; time.sleep(600)"])
+    assert status == 1
+    assert "did not finish within 1 s; stopped the others" in out.getvalue()
+
+
+@pytest.mark.parametrize("argv", [["--devices", "8", "--mesh", "3x4"], ["--mesh", "2x4"],
+                                  ["--devices", "4", "--mesh", "2by2"],
+                                  ["--processes", "2"]])
+def test_bad_mesh_flags(argv):
+    with pytest.raises(SystemExit):
+        demo._parse(argv)

@@ -11,9 +11,10 @@ NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 PLOTTING = {"01_tour.ipynb", "03_higher_order.ipynb", "04_fused_ops.ipynb"}
 
 
-def test_the_five_notebooks_are_there_without_outputs():
+def test_the_six_notebooks_are_there_without_outputs():
     assert [p.stem for p in NOTEBOOKS] == ["01_tour", "02_writing_a_rule", "03_higher_order",
-                                           "04_fused_ops", "05_vmap_and_transforms"]
+                                           "04_fused_ops", "05_vmap_and_transforms",
+                                           "06_scaling_out"]
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
         assert not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), path.name

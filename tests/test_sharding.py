@@ -10,7 +10,12 @@ its own so that it gets the devices), every fused op with Pallas kernels:
   axis, cross-entropy tokens, the fused linear loss with w replicated,
   silu_gated and gelu_gated, rope with positions);
 * gradrules ops inside a user's ``jax.shard_map`` (vma checks on) with a
-  replicated weight: the same loss and grads as unsharded.
+  replicated weight: the same loss and grads as unsharded;
+* c_embedding as a vocab-parallel embedding (table rows over ``model``,
+  ``psum``), and the rule checker on vocab_parallel_cross_entropy with its
+  logits split over 8 and 4 devices.
+
+The script runs once: every test here is in one xdist group (one worker).
 """
 
 from __future__ import annotations
@@ -55,6 +60,9 @@ def results() -> dict[str, dict]:
     return {row["case"]: row for row in rows}
 
 
+pytestmark = pytest.mark.xdist_group("sharding")
+
+
 @pytest.mark.parametrize("case, axis_type", GRAD_SPECS, ids=lambda x: str(x))
 def test_sharded_kernels_match_unsharded_without_gathering(results, case, axis_type):
     row = results[f"{case}-{axis_type}"]
@@ -69,3 +77,14 @@ def test_gradrules_ops_inside_a_user_shard_map_match_unsharded(results):
     row = results["user-shard-map"]
     assert len(row["diffs"]) == 3 and max(row["diffs"]) < 1e-5, row
     assert row["grad_spec"] == "P('data',)", row
+
+
+def test_c_embedding_is_a_vocab_parallel_embedding(results):
+    row = results["c-embedding"]
+    assert max(row["diffs"]) < 1e-5, row
+    assert row["grad_spec"] == "P('model', None)", row
+
+
+def test_the_checker_passes_vocab_parallel_cross_entropy_on_8_shards(results):
+    row = results["check-vocab-parallel"]
+    assert row["shards"] == 8 and row["failed"] == [] and row["passed"] >= 20, row

@@ -41,4 +41,5 @@ FAMILIES: tuple[str, ...] = (
     "rope",
     "gated",
     "random",
+    "parallel",
 )

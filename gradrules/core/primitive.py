@@ -44,7 +44,8 @@ def define_primitive(name: str, *, family: str, operands: tuple[str, ...],
                      infer_meta: InferMeta, impl: Callable[..., Any] | None = None,
                      implementations: Mapping[str, Callable[..., Any]] | None = None,
                      params: tuple[str, ...] = (), multiple_results: bool = False,
-                     outputs: tuple[str, ...] = ()) -> _jax.Primitive:
+                     outputs: tuple[str, ...] = (), invariant_over: str | None = None,
+                     vary_operands: bool = True) -> _jax.Primitive:
     """Make and register a primitive.
 
     ``infer_meta(*avals, **params)`` returns the output ``ShapedArray`` (a
@@ -54,15 +55,25 @@ def define_primitive(name: str, *, family: str, operands: tuple[str, ...],
     table with an ``"xla"`` entry and optionally a ``"pallas"`` one, chosen by
     the ``implementation`` param this adds (``core.kernels``). ``outputs``
     names the results (a fused forward's: its output and residuals, which its
-    tangent map takes by these names).
+    tangent map takes by these names). ``invariant_over`` names the param
+    holding a mesh axis name whose shards the primitive reduces over with a
+    collective (``psum``): inside ``shard_map`` its results do not vary over
+    that axis (they vary over the operands' other manual axes). Inside
+    ``shard_map`` operands varying over different manual axes are made to
+    vary over all of them (``pvary``), as for JAX's own primitives, unless
+    ``vary_operands`` is False or ``invariant_over`` is given: then they are
+    bound as they vary (a parallel op's labels and per-token cotangents stay
+    the same on every shard, so its transposes give cotangents of their type).
     """
     if (impl is None) == (implementations is None):
         raise TypeError(f"define_primitive({name}): give exactly one of impl and implementations")
     table = check_table(name, implementations) if implementations is not None else None
     all_params = tuple(params) + ((IMPLEMENTATION,) if table is not None else ())
     check = partial(validate_params, name, frozenset(all_params))
-    prim = _jax.new_primitive(name, multiple_results=multiple_results, validate_params=check)
-    _jax.register_abstract_eval(prim, partial(checked_infer_meta, name, table, infer_meta))
+    prim = _jax.new_primitive(name, multiple_results=multiple_results, validate_params=check,
+                              vary_operands=vary_operands and invariant_over is None)
+    _jax.register_abstract_eval(prim, partial(checked_infer_meta, name, table, infer_meta,
+                                              invariant_over))
     if table is None:
         assert impl is not None
         lowerings = {"xla": impl}
@@ -79,12 +90,15 @@ def define_primitive(name: str, *, family: str, operands: tuple[str, ...],
 
 
 def checked_infer_meta(name: str, table: Mapping[str, Callable[..., Any]] | None,
-                       infer_meta: InferMeta, *avals: Any, **params: Any) -> Any:
+                       infer_meta: InferMeta, invariant_over: str | None, *avals: Any,
+                       **params: Any) -> Any:
     """The abstract eval of a primitive: its ``infer_meta``, after checking
-    that the implementation it asks for exists."""
+    that the implementation it asks for exists, varying over the operands'
+    manual mesh axes but the one named by the param ``invariant_over``."""
     if table is not None:
         check_implementation(name, table, avals, params)
-    return _jax.with_varying_axes(infer_meta(*avals, **params), avals)
+    invariant = params[invariant_over] if invariant_over is not None else None
+    return _jax.with_varying_axes(infer_meta(*avals, **params), avals, invariant)
 
 
 def validate_params(name: str, expected: frozenset[str], given: dict[str, Any]) -> None:

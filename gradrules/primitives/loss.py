@@ -156,33 +156,37 @@ def reduce_loss(op: str, loss: Any, labels: Any, ignore_index: int, reduction: s
 
 
 # ----------------------------------------------------------- cross_entropy
-def _ce_meta(logits: Any, labels: Any, **params: Any) -> tuple[ShapedArray, ShapedArray]:
-    check_dtype("cross_entropy", "logits", logits.dtype, "float")
+def ce_meta(op: str, logits: Any, labels: Any, **params: Any
+            ) -> tuple[ShapedArray, ShapedArray]:
+    """The per-token loss and log-sum-exp of a cross entropy ``op`` of
+    ``logits [..., V]`` and integer ``labels [...]`` (accumulation dtype)."""
+    check_dtype(op, "logits", logits.dtype, "float")
     if not logits.shape:
-        raise ValueError(f"{op_name('cross_entropy')}: logits must have a class axis, got a "
-                         "scalar")
-    _check_labels("cross_entropy", labels, logits.shape[:-1], "logits.shape[:-1]")
+        raise ValueError(f"{op_name(op)}: logits must have a class axis, got a scalar")
+    _check_labels(op, labels, logits.shape[:-1], "logits.shape[:-1]")
     tok = ShapedArray(labels.shape, acc_dtype(logits.dtype))
     return tok, tok
 
 
-def _ce_jvp_meta(logits: Any, labels: Any, lse: Any, t: Any, **params: Any
-                 ) -> tuple[ShapedArray, ShapedArray]:
-    tok, _ = _ce_meta(logits, labels)
-    check_like("cross_entropy_jvp", "lse", lse, tok.shape, tok.dtype)
-    check_like("cross_entropy_jvp", "t", t, logits.shape, logits.dtype)
+def ce_jvp_meta(op: str, logits: Any, labels: Any, lse: Any, t: Any, **params: Any
+                ) -> tuple[ShapedArray, ShapedArray]:
+    """The tangents of ``ce_meta``'s results."""
+    tok, _ = ce_meta(op, logits, labels)
+    check_like(f"{op}_jvp", "lse", lse, tok.shape, tok.dtype)
+    check_like(f"{op}_jvp", "t", t, logits.shape, logits.dtype)
     return tok, tok
 
 
-def _ce_vjp_meta(logits: Any, labels: Any, lse: Any, g_loss: Any, g_lse: Any, **params: Any
-                 ) -> ShapedArray:
-    tok, _ = _ce_meta(logits, labels)
+def ce_vjp_meta(op: str, logits: Any, labels: Any, lse: Any, g_loss: Any, g_lse: Any,
+                **params: Any) -> ShapedArray:
+    """The logits' cotangent, from those of ``ce_meta``'s results."""
+    tok, _ = ce_meta(op, logits, labels)
     for name, a in (("lse", lse), ("g_loss", g_loss), ("g_lse", g_lse)):
-        check_like("cross_entropy_vjp", name, a, tok.shape, tok.dtype)
+        check_like(f"{op}_vjp", name, a, tok.shape, tok.dtype)
     return ShapedArray(logits.shape, logits.dtype)
 
 
-def _probs(x: Any, lse: Any) -> Any:
+def token_probs(x: Any, lse: Any) -> Any:
     """``p = exp(x - lse)`` along the last axis."""
     return exp(subtract(x, expand_dims(lse, axis=-1)))
 
@@ -198,7 +202,7 @@ def cross_entropy_tangent(logits: Any, labels: Any, lse: Any, t: Any, *, ignore_
     acc = aval_of(lse).dtype
     x, t = cast(logits, acc), cast(t, acc)
     classes = aval_of(logits).shape[-1]
-    t_lse = gr_sum(multiply(_probs(x, lse), t), axis=-1)
+    t_lse = gr_sum(multiply(token_probs(x, lse), t), axis=-1)
     v = multiply(t_lse, add(multiply(lse, 2 * z_loss), 1.0)) if z_loss else t_lse
     picked = squeeze(take_along_axis(t, expand_dims(labels, axis=-1), axis=-1), axis=-1)
     v = subtract(v, multiply(picked, 1 - label_smoothing))
@@ -216,7 +220,7 @@ def cross_entropy_cotangent(logits: Any, labels: Any, lse: Any, g_loss: Any, g_l
     the same maths in jax.numpy, ``_loss_xla.ce_vjp`` (faster; see there)."""
     dtype, acc = aval_of(logits).dtype, aval_of(lse).dtype
     classes = aval_of(logits).shape[-1]
-    p = _probs(cast(logits, acc), lse)
+    p = token_probs(cast(logits, acc), lse)
     scaled = multiply(p, expand_dims(add(multiply(lse, 2 * z_loss), 1.0), axis=-1)) \
         if z_loss else p
     d = subtract(scaled, multiply(one_hot(labels, classes, acc, ignore_index),
@@ -229,19 +233,19 @@ def cross_entropy_cotangent(logits: Any, labels: Any, lse: Any, g_loss: Any, g_l
 
 cross_entropy_p = define_primitive(
     "cross_entropy", family=FAMILY, operands=("logits", "labels"), outputs=("loss", "lse"),
-    params=CE_PARAMS, infer_meta=_ce_meta,
+    params=CE_PARAMS, infer_meta=partial(ce_meta, "cross_entropy"),
     implementations={"xla": xla.ce_forward, "pallas": kernels.forward,
                      "supports": kernels.supports},
     multiple_results=True)
 cross_entropy_jvp_p = define_primitive(
     "cross_entropy_jvp", family=FAMILY, operands=("logits", "labels", "lse", "t"),
-    params=CE_PARAMS, infer_meta=_ce_jvp_meta,
+    params=CE_PARAMS, infer_meta=partial(ce_jvp_meta, "cross_entropy"),
     implementations={"xla": cross_entropy_tangent, "pallas": kernels.jvp,
                      "supports": kernels.supports},
     multiple_results=True)
 cross_entropy_vjp_p = define_primitive(
     "cross_entropy_vjp", family=FAMILY, operands=("logits", "labels", "lse", "g_loss", "g_lse"),
-    params=CE_PARAMS, infer_meta=_ce_vjp_meta,
+    params=CE_PARAMS, infer_meta=partial(ce_vjp_meta, "cross_entropy"),
     implementations={"xla": xla.ce_vjp, "pallas": kernels.backward,
                      "supports": kernels.supports})
 
@@ -308,7 +312,7 @@ def _reference_reduce(loss: Array, labels: Array, ignore_index: int, reduction: 
     return loss.astype(dtype)
 
 
-def _cross_entropy_reference(logits: ArrayLike, labels: ArrayLike, *, ignore_index: int = -100,
+def cross_entropy_reference(logits: ArrayLike, labels: ArrayLike, *, ignore_index: int = -100,
                              label_smoothing: float = 0.0, z_loss: float = 0.0,
                              reduction: str = "mean") -> Array:
     logits = jnp.asarray(logits)
@@ -318,7 +322,7 @@ def _cross_entropy_reference(logits: ArrayLike, labels: ArrayLike, *, ignore_ind
 
 register_op(OpDef(name="cross_entropy", family=FAMILY, fn=cross_entropy,
                   primitives=(cross_entropy_p, cross_entropy_jvp_p, cross_entropy_vjp_p),
-                  reference=_cross_entropy_reference, operands=("logits", "labels"),
+                  reference=cross_entropy_reference, operands=("logits", "labels"),
                   nondiff=("labels",)))
 
 
@@ -434,16 +438,16 @@ def fused_linear_cross_entropy(h: ArrayLike, w: ArrayLike, labels: ArrayLike, *,
     return reduce_loss(op, loss, labels, params["ignore_index"], reduction, jnp.result_type(h))
 
 
-def _fused_linear_cross_entropy_reference(h: ArrayLike, w: ArrayLike, labels: ArrayLike,
+def _fused_linearcross_entropy_reference(h: ArrayLike, w: ArrayLike, labels: ArrayLike,
                                           **kwargs: Any) -> Array:
-    return _cross_entropy_reference(jnp.matmul(h, w, precision="highest"), labels, **kwargs)
+    return cross_entropy_reference(jnp.matmul(h, w, precision="highest"), labels, **kwargs)
 
 
 register_op(OpDef(name="fused_linear_cross_entropy", family=FAMILY,
                   fn=fused_linear_cross_entropy,
                   primitives=(fused_linear_cross_entropy_p, fused_linear_cross_entropy_jvp_p,
                               fused_linear_cross_entropy_vjp_p),
-                  reference=_fused_linear_cross_entropy_reference,
+                  reference=_fused_linearcross_entropy_reference,
                   operands=("h", "w", "labels"), nondiff=("labels",)))
 
 
@@ -576,12 +580,12 @@ def softmax_cross_entropy(logits: ArrayLike, labels: ArrayLike) -> Array:
     return softmax_cross_entropy_p.bind(logits, labels)
 
 
-def _softmax_cross_entropy_reference(logits: ArrayLike, labels: ArrayLike) -> Array:
+def _softmaxcross_entropy_reference(logits: ArrayLike, labels: ArrayLike) -> Array:
     """optax's formula."""
     return -jnp.sum(labels * jax.nn.log_softmax(logits, axis=-1), axis=-1)
 
 
 register_op(OpDef(name="softmax_cross_entropy", family=FAMILY, fn=softmax_cross_entropy,
                   primitives=(softmax_cross_entropy_p,),
-                  reference=_softmax_cross_entropy_reference, operands=("logits", "labels"),
+                  reference=_softmaxcross_entropy_reference, operands=("logits", "labels"),
                   linear=(("labels",),)))

@@ -22,7 +22,7 @@ from ..core.registry import OpDef, get_op, list_ops
 from .case import Case, Mismatch, NotApplicable, in_float64, make_case, rank_variety
 from .properties import PROPERTIES
 from .report import FAIL, NA, PASS, CheckResult, Report
-from .samples import OpInfo, Sample, opinfo, samples_for
+from .samples import OpInfo, Sample, opinfo, sample_fn, samples_for
 
 CHECKS = tuple(PROPERTIES)
 
@@ -103,7 +103,7 @@ def _resolve(op: str | Callable[..., Any]) -> tuple[OpDef | None, OpInfo | None,
         info = opinfo(d.name)
     except KeyError:
         info = None
-    return d, info, d.fn, d.name
+    return d, info, sample_fn(d.name), d.name
 
 
 def check_all(ops: Iterable[str] | None = None, checks: Iterable[str] | None = None,

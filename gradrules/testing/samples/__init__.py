@@ -60,13 +60,16 @@ class Tol:
 @dataclass
 class OpInfo:
     """An op's samples, the dtypes its ``dtypes`` check runs at (``None``: the
-    ``DTYPES`` of its family module, else ``FLOAT_DTYPES``) and tolerances."""
+    ``DTYPES`` of its family module, else ``FLOAT_DTYPES``), tolerances, and
+    ``call``: how the samples call the op, a wrapper of its public function
+    (None: called as it is; an op made for ``shard_map`` is called inside one)."""
 
     name: str
     samples: Callable[[np.random.Generator], list[Sample]]
     dtypes: tuple[str, ...] | None = None
     fd_tol: Tol = field(default_factory=Tol)
     fd_eps: float = 1e-5
+    call: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None
 
 
 def floats(rng: np.random.Generator, shape: Sequence[int], lo: float = -2.0,
@@ -162,6 +165,14 @@ def table() -> dict[str, OpInfo]:
 
 def opinfo(name: str) -> OpInfo:
     return table()[get_op(name).name]
+
+
+def sample_fn(name: str) -> Callable[..., Any]:
+    """The function the sample calls of an op call: its public function,
+    wrapped as its ``OpInfo.call`` says."""
+    op = get_op(name)
+    info = table().get(op.name)
+    return info.call(op.fn) if info is not None and info.call is not None else op.fn
 
 
 def samples_for(name: str) -> list[Sample]:
