@@ -31,7 +31,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P  # noqa: E402
 
 import gradrules  # noqa: E402
-import gradrules.testing.check  # noqa: E402
+from gradrules.testing.check import CHECKS  # noqa: E402
 from gradrules.pallas.loss import BlockSizes as LossBlocks  # noqa: E402
 from gradrules.pallas.softmax import BlockSizes as SoftmaxBlocks  # noqa: E402
 
@@ -153,7 +153,7 @@ def run_vocab_parallel_check() -> dict:
     # not export: calling the 8-device export of vmap(grad) with a symbolic
     # batch segfaults in XLA's CPU runtime here (JAX 0.10.2); the export
     # round trip is checked on one shard in the main process (test_checks)
-    checks = [c for c in gradrules.testing.check.CHECKS if c != "export"]
+    checks = [c for c in CHECKS if c != "export"]
     report = gradrules.check("vocab_parallel_cross_entropy", checks=checks)
     rows = report.results
     return {"case": "check-vocab-parallel", "shards": jax.device_count(),

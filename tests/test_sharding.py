@@ -15,11 +15,13 @@ its own so that it gets the devices), every fused op with Pallas kernels:
   ``psum``), and the rule checker on vocab_parallel_cross_entropy with its
   logits split over 8 and 4 devices.
 
-The script runs once: every test here is in one xdist group (one worker).
+The script runs once per test run: the xdist workers share its output
+through a file (the first to get the lock runs it).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -51,16 +53,23 @@ GRAD_SPECS = {
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[str, dict]:
-    env = dict(os.environ, PYTHONPATH=str(SCRIPT.parents[1]))
-    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,
-                          env=env, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+def results(tmp_path_factory, worker_id) -> dict[str, dict]:
+    # this run's directory, shared by the xdist workers (each has a subfolder)
+    base = tmp_path_factory.getbasetemp()
+    root = base if worker_id == "master" else base.parent
+    out = root / "sharded.json"
+    with open(root / "sharded.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.exists():
+            env = dict(os.environ, PYTHONPATH=str(SCRIPT.parents[1]))
+            done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True,
+                                  text=True, env=env, timeout=900)
+            out.write_text(json.dumps({"returncode": done.returncode, "stdout": done.stdout,
+                                       "stderr": done.stderr[-3000:]}))
+    done = json.loads(out.read_text())
+    assert done["returncode"] == 0, done["stderr"]
+    rows = [json.loads(line) for line in done["stdout"].splitlines() if line.startswith("{")]
     return {row["case"]: row for row in rows}
-
-
-pytestmark = pytest.mark.xdist_group("sharding")
 
 
 @pytest.mark.parametrize("case, axis_type", GRAD_SPECS, ids=lambda x: str(x))

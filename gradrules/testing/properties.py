@@ -320,11 +320,12 @@ def _check_vmap(case: Case, rng: np.random.Generator) -> CheckOutcome:
     return e, r, "1e-10 + 1e-10 rel"
 
 
-# What JAX emits for a function called inside shard_map (OpInfo.call): the
-# shard_map itself, the collectives of a parallel op's rules, pvary, and the
-# squeeze of the per-shard residuals its transpose passes on.
-_SHARD_MAP_STRUCTURE = frozenset({"shard_map", "pvary", "psum", "psum_invariant", "pmax",
-                                  "axis_index", "squeeze"})
+# What JAX emits for a function called inside a jitted shard_map (OpInfo.call):
+# the jit and the shard_map themselves (whose bodies are checked), the
+# collectives of a parallel op's rules, pvary, and the squeeze of the
+# per-shard residuals the shard_map's transpose passes on.
+_SHARD_MAP_STRUCTURE = frozenset({"jit", "pjit", "shard_map", "pvary", "psum",
+                                  "psum_invariant", "pmax", "axis_index", "squeeze"})
 
 
 def _foreign(closed: Any, baseline: set[tuple[Any, tuple[str, ...]]],

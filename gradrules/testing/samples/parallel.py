@@ -26,7 +26,8 @@ AXIS = "vocab"
 
 def over_vocab_shards(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn(logits, labels, **kwargs)`` called as ``fn(logits_shard, labels,
-    axis_name="vocab", **kwargs)`` inside ``jax.shard_map``: the logits split
+    axis_name="vocab", **kwargs)`` inside a jitted ``jax.shard_map`` (eager,
+    each primitive would compile a shard_map of its own): the logits split
     over their last axis across ``n`` local devices (the most, up to 8, that
     divide it), the labels and the result replicated."""
     def call(logits: Any, labels: Any, **kwargs: Any) -> Any:
@@ -37,7 +38,7 @@ def over_vocab_shards(fn: Callable[..., Any]) -> Callable[..., Any]:
         spec = PartitionSpec(*([None] * (np.ndim(logits) - 1)), AXIS)
         sharded = jax.shard_map(partial(fn, axis_name=AXIS, **kwargs), mesh=mesh,
                                 in_specs=(spec, PartitionSpec()), out_specs=PartitionSpec())
-        return sharded(logits, labels)
+        return jax.jit(sharded)(logits, labels)
     call.__name__ = f"{getattr(fn, '__name__', 'fn')}_over_vocab_shards"
     return call
 
