@@ -14,8 +14,14 @@ Adam. Afterwards, in float64:
 * ``jax.jacfwd`` of the logits with respect to one embedding row, through
   the whole model, gradrules against plain jax.numpy.
 
+With ``--devices`` the same model (its collectives placed by a ``Layout``)
+trains on a mesh instead, data and tensor parallel, and is compared with one
+device (``demo_parallel``).
+
     gradrules demo                       # about a minute on a laptop CPU
     gradrules demo --steps 50 --d-model 64 --layers 1
+    gradrules demo --devices 8 --mesh 2x4 --steps 20
+    gradrules demo --processes 2 --devices 4 --steps 20
 """
 
 from __future__ import annotations
