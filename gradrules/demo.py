@@ -245,6 +245,19 @@ def adam(cfg: Config) -> tuple[Callable[..., Any], Callable[..., Any]]:
     return init, update
 
 
+def train_step(cfg: Config, loss: Callable[..., Any]) -> tuple[Callable[..., Any],
+                                                              Callable[..., Any]]:
+    """Adam's ``init`` and one training step ``step(params, state, ids,
+    labels) -> (params, state, loss)`` on ``loss(params, ids, labels)``."""
+    init, update = adam(cfg)
+
+    def step(params: Params, state: Any, ids: Any, labels: Any) -> Any:
+        value, grads = jax.value_and_grad(loss)(params, ids, labels)
+        params, state = update(params, grads, state)
+        return params, state, value
+    return init, step
+
+
 def _progress(out: TextIO, step: int, steps: int, loss: float, tok_s: float) -> None:
     width = 30
     done = int(width * step / steps)
@@ -256,13 +269,7 @@ def _progress(out: TextIO, step: int, steps: int, loss: float, tok_s: float) -> 
 def train(cfg: Config, data: Data, out: TextIO) -> tuple[Params, list[float], float]:
     """Adam on random windows; returns the params, the loss of every step and
     the tokens per second (compilation excluded)."""
-    init, update = adam(cfg)
-
-    def step(params: Params, state: Any, ids: Any, labels: Any) -> Any:
-        loss, grads = jax.value_and_grad(loss_fn)(params, ids, labels, cfg, GRADRULES)
-        params, state = update(params, grads, state)
-        return params, state, loss
-
+    init, step = train_step(cfg, partial(loss_fn, cfg=cfg, ops=GRADRULES))
     step = jax.jit(step)
     params = init_params(cfg, data.vocab, jax.random.PRNGKey(cfg.seed))
     state = init(params)

@@ -53,7 +53,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from .demo import GRADRULES, ONE_DEVICE, Config, Data, Layout, Params, adam, init_params
+from .demo import GRADRULES, ONE_DEVICE, Config, Data, Layout, Params, init_params, train_step
 from .demo import load_corpus, loss_fn
 from .primitives.arithmetic import subtract
 from .primitives.gather import c_embedding
@@ -146,16 +146,6 @@ def place(x: np.ndarray, sharding: Any) -> Any:
     return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
 
 
-def _step_fn(cfg: Config, loss: Any) -> Any:
-    init, update = adam(cfg)
-
-    def step(params: Params, state: Any, ids: Any, labels: Any) -> Any:
-        value, grads = jax.value_and_grad(loss)(params, ids, labels)
-        params, state = update(params, grads, state)
-        return params, state, value
-    return init, step
-
-
 def _temp_bytes(jitted: Any, *args: Any) -> int:
     stats = jitted.lower(*args).compile().memory_analysis()
     return int(getattr(stats, "temp_size_in_bytes", 0)) if stats is not None else 0
@@ -203,7 +193,7 @@ def on_mesh(cfg: Config, vocab: int, mesh: Mesh) -> Sharded:
 
 def train_on_mesh(cfg: Config, data: Data, mesh: Mesh, vocab: int) -> Run:
     sharded = on_mesh(cfg, vocab, mesh)
-    init, step = _step_fn(cfg, sharded.loss)
+    init, step = train_step(cfg, sharded.loss)
     return _train(cfg, data, jax.jit(step), sharded.params, init(sharded.params),
                   lambda x: place(x, sharded.tokens))
 
@@ -211,7 +201,7 @@ def train_on_mesh(cfg: Config, data: Data, mesh: Mesh, vocab: int) -> Run:
 def train_on_one_device(cfg: Config, data: Data, vocab: int) -> Run:
     device = jax.local_devices()[0]
     params = jax.device_put(init_params(cfg, vocab, jax.random.PRNGKey(cfg.seed)), device)
-    init, step = _step_fn(cfg, partial(loss_fn, cfg=cfg, ops=GRADRULES, layout=ONE_DEVICE))
+    init, step = train_step(cfg, partial(loss_fn, cfg=cfg, ops=GRADRULES, layout=ONE_DEVICE))
     return _train(cfg, data, jax.jit(step), params, init(params),
                   lambda x: jax.device_put(x, device))
 

@@ -19,7 +19,7 @@ def _d(fn, x, order=1, **kw):
     f = lambda v: fn(v, **kw)  # noqa: E731
     for _ in range(order):
         f = jax.grad(f)
-    return np.asarray(jax.vmap(f)(jnp.asarray(x, jnp.float64)))
+    return np.asarray(jax.jit(jax.vmap(f))(jnp.asarray(x, jnp.float64)))
 
 
 # ------------------------------------------------------------------ kinks
@@ -131,7 +131,7 @@ def test_finite_at_large_abs_x_in_every_order(name, kw):
     for dtype in ("float32", "float16", "bfloat16"):
         x = jnp.asarray(np.array([-6e4, -300.0, 300.0, 6e4]), dtype)
         assert bool(jnp.isfinite(fn(x, **kw)).all()), dtype
-        g = jax.vmap(jax.grad(jax.grad(lambda v: fn(v, **kw))))(x)
+        g = jax.jit(jax.vmap(jax.grad(jax.grad(lambda v: fn(v, **kw)))))(x)
         assert bool(jnp.isfinite(g).all()), (dtype, g)
 
 
@@ -139,10 +139,10 @@ def test_finite_at_large_abs_x_in_every_order(name, kw):
 def test_silu_derivatives_keep_float32_precision_at_large_x(x):
     """silu' = s (1 + x sigmoid(-x)): no cancellation of 1 - s, so the float32
     second derivative stays near the float64 one (1 - s gave 1e-2 at x = 15)."""
-    d1, d2 = (jax.grad(a.silu), jax.grad(jax.grad(a.silu)))
+    d1, d2 = (jax.jit(jax.grad(a.silu)), jax.jit(jax.grad(jax.grad(a.silu))))
     with jax.enable_x64(True):
-        w1 = jax.grad(jax.nn.silu)(np.float64(x))
-        w2 = jax.grad(jax.grad(jax.nn.silu))(np.float64(x))
+        w1 = jax.jit(jax.grad(jax.nn.silu))(np.float64(x))
+        w2 = jax.jit(jax.grad(jax.grad(jax.nn.silu)))(np.float64(x))
     np.testing.assert_allclose(d1(np.float32(x)), w1, rtol=1e-6)
     np.testing.assert_allclose(d2(np.float32(x)), w2, rtol=1e-4)
 

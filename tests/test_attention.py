@@ -102,9 +102,9 @@ def test_fully_masked_row_gives_zero_and_zero_finite_derivatives():
     for g in (dq, dk, dv):
         assert np.all(np.isfinite(g))
     np.testing.assert_array_equal(dq[0, 1, 1], 0.0)
-    jac = jax.jacfwd(f)(q, k, v)
+    jac = jax.jit(jax.jacfwd(f))(q, k, v)
     assert np.all(np.isfinite(jac)) and np.all(jac[0, 1, 1] == 0.0)
-    hess = jax.hessian(lambda q: jnp.sum(jnp.sin(f(q, k, v))))(q)
+    hess = jax.jit(jax.hessian(lambda q: jnp.sum(jnp.sin(f(q, k, v)))))(q)
     assert np.all(np.isfinite(hess)) and np.all(hess[0, 1, 1] == 0.0)
 
 
@@ -158,7 +158,7 @@ def test_block_sizes_do_not_change_derivatives():
     def grads(**blocks):
         def loss(q, k, v, b):
             return jnp.sum(jnp.cos(attention(q, k, v, bias=b, causal=True, **blocks)))
-        return jax.grad(loss, argnums=(0, 1, 2, 3))(q, k, v, bias)
+        return jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3)))(q, k, v, bias)
 
     want = grads()
     for got in (grads(block_q=2, block_k=3), grads(block_q=1, block_k=2)):
@@ -275,8 +275,8 @@ def test_dot_product_attention_is_jax_nns(t, s, unbatched):
 
         np.testing.assert_allclose(dot_product_attention(q, k, v, bias, **kw),
                                    jax.nn.dot_product_attention(q, k, v, bias, **kw), atol=2e-6)
-        for a, b in zip(jax.grad(ours, (0, 1, 2, 3))(q, k, v, bias),
-                        jax.grad(theirs, (0, 1, 2, 3))(q, k, v, bias)):
+        for a, b in zip(jax.jit(jax.grad(ours, (0, 1, 2, 3)))(q, k, v, bias),
+                        jax.jit(jax.grad(theirs, (0, 1, 2, 3)))(q, k, v, bias)):
             np.testing.assert_allclose(a, b, atol=2e-5)
 
 

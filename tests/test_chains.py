@@ -58,7 +58,7 @@ def test_chain_to_third_order(name):
                  lambda f: jax.hessian(f, argnums),
                  lambda f: jax.jacfwd(jax.hessian(f, argnums), argnums),
                  lambda f: jax.jacrev(jax.jacfwd(jax.grad(f, argnums), argnums), argnums)):
-        got, want = make(ours)(*args), make(ref)(*args)
+        got, want = jax.jit(make(ours))(*args), jax.jit(make(ref))(*args)
         jax.tree_util.tree_map(
             lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12), got, want)
     # the output itself (not squared) to third order along a direction

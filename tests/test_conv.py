@@ -42,13 +42,17 @@ def test_conv2d_matches_lax_with_derivatives(xs, ws, kw) -> None:
     def loss(f):
         return lambda a, b: jnp.sum(jnp.sin(f(a, b, **kw)))
 
-    g = jax.grad(loss(conv2d), argnums=(0, 1))(x, w)
-    want = jax.grad(loss(_lax_conv), argnums=(0, 1))(x, w)
+    g = jax.jit(jax.grad(loss(conv2d), argnums=(0, 1)))(x, w)
+    want = jax.jit(jax.grad(loss(_lax_conv), argnums=(0, 1)))(x, w)
     for a, b in zip(g, want):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     t = (_r(*xs), _r(*ws))
-    hvp = jax.jvp(jax.grad(loss(conv2d), argnums=(0, 1)), (x, w), t)[1]
-    want = jax.jvp(jax.grad(loss(_lax_conv), argnums=(0, 1)), (x, w), t)[1]
+
+    def hvp_of(f):
+        return jax.jit(lambda *p: jax.jvp(jax.grad(loss(f), argnums=(0, 1)), p, t)[1])(x, w)
+
+    hvp = hvp_of(conv2d)
+    want = hvp_of(_lax_conv)
     for a, b in zip(hvp, want):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-11)
 
@@ -158,8 +162,8 @@ def test_conv1d_conv3d_match_lax_with_gradients(fn, fmt, xs, ws, kw) -> None:
         return out + bias.reshape((-1,) + (1,) * nd)
 
     np.testing.assert_allclose(fn(x, w, b, **kw), ref(x, w, b), rtol=1e-12, atol=1e-12)
-    g = jax.grad(lambda *a: jnp.sum(jnp.sin(fn(*a, **kw))), argnums=(0, 1, 2))(x, w, b)
-    want = jax.grad(lambda *a: jnp.sum(jnp.sin(ref(*a))), argnums=(0, 1, 2))(x, w, b)
+    g = jax.jit(jax.grad(lambda *a: jnp.sum(jnp.sin(fn(*a, **kw))), argnums=(0, 1, 2)))(x, w, b)
+    want = jax.jit(jax.grad(lambda *a: jnp.sum(jnp.sin(ref(*a))), argnums=(0, 1, 2)))(x, w, b)
     for a, c in zip(g, want):
         np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12)
     # channels last: the same values, moved

@@ -48,7 +48,7 @@ def test_limit_derivative_at_and_beyond_the_kinks() -> None:
     _, t = jax.jvp(lambda g, u: silu_gated(g, u, limit=1.0), (gate, up),
                    (np.ones(4), np.ones(4)))
     np.testing.assert_allclose(t, dg + du, rtol=1e-12)
-    h = jax.hessian(lambda g: gr_sum(silu_gated(g, up, limit=1.0)))(gate)
+    h = jax.jit(jax.hessian(lambda g: gr_sum(silu_gated(g, up, limit=1.0))))(gate)
     assert h[1, 1] == 0.0 and np.isfinite(h).all()
 
 
@@ -65,8 +65,8 @@ def test_silu_rowsplit_is_the_gated_op_of_its_halves(activation, limit) -> None:
     theirs = lambda x: gr_sum(multiply(f(x[..., :4], x[..., 4:]), w))  # noqa: E731
     np.testing.assert_allclose(ours(x), theirs(x), rtol=1e-12)
     np.testing.assert_allclose(jax.grad(ours)(x), jax.grad(theirs)(x), rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(jax.hessian(ours)(x), jax.hessian(theirs)(x), rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(jax.jit(jax.hessian(ours))(x), jax.jit(jax.hessian(theirs))(x),
+                               rtol=1e-10, atol=1e-12)
     if activation == "silu":
         grad = jax.make_jaxpr(jax.grad(ours))(x)
         assert "silu_gated_vjp" in {p.name for p, _ in _jax.jaxpr_primitives(grad)}
@@ -119,8 +119,8 @@ def test_glu_is_jax_nn_glu(axis) -> None:
     np.testing.assert_allclose(glu(x, axis), jax.nn.glu(x, axis), rtol=1e-14)
     np.testing.assert_allclose(jax.jacrev(lambda v: glu(v, axis=axis))(x),
                                jax.jacfwd(lambda v: jax.nn.glu(v, axis))(x), atol=1e-14)
-    h = jax.hessian(lambda v: gr_sum(glu(v, axis=axis)))(x[:2, :, :2])
-    np.testing.assert_allclose(h, jax.hessian(lambda v: jnp.sum(jax.nn.glu(v, axis)))(
+    h = jax.jit(jax.hessian(lambda v: gr_sum(glu(v, axis=axis))))(x[:2, :, :2])
+    np.testing.assert_allclose(h, jax.jit(jax.hessian(lambda v: jnp.sum(jax.nn.glu(v, axis))))(
         x[:2, :, :2]), atol=1e-14)
 
 

@@ -25,7 +25,7 @@ def _derivatives(f, args, order):
     for _ in range(order):
         prev = fns[-1]
         fns.append(lambda *x, prev=prev: jax.jvp(prev, x, ts)[1])
-    return [g(*args) for g in fns]
+    return [jax.jit(g)(*args) for g in fns]
 
 
 @pytest.mark.parametrize("xs, ys, tx, ty", [
@@ -60,8 +60,8 @@ def test_matmul_double_grad_matches_reference() -> None:
     def vjp_of(mm_fn):
         return lambda a, b, c: jax.vjp(mm_fn, a, b)[1](c)
 
-    ours = jax.jacfwd(vjp_of(matmul), argnums=(0, 1, 2))(x, y, w)
-    ref = jax.jacfwd(vjp_of(jnp.matmul), argnums=(0, 1, 2))(x, y, w)
+    ours = jax.jit(jax.jacfwd(vjp_of(matmul), argnums=(0, 1, 2)))(x, y, w)
+    ref = jax.jit(jax.jacfwd(vjp_of(jnp.matmul), argnums=(0, 1, 2)))(x, y, w)
     for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(ref)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
@@ -135,8 +135,8 @@ def test_fused_gemm_epilogue_gradients(activation) -> None:
         return fused_gemm_epilogue(x, y, b, activation=activation)
 
     np.testing.assert_allclose(ours(x, y, b), ref(x, y, b), rtol=1e-12, atol=1e-12)
-    h_ours = jax.hessian(lambda *a: jnp.sum(ours(*a) ** 2), argnums=(0, 1, 2))(x, y, b)
-    h_ref = jax.hessian(lambda *a: jnp.sum(ref(*a) ** 2), argnums=(0, 1, 2))(x, y, b)
+    h_ours = jax.jit(jax.hessian(lambda *a: jnp.sum(ours(*a) ** 2), argnums=(0, 1, 2)))(x, y, b)
+    h_ref = jax.jit(jax.hessian(lambda *a: jnp.sum(ref(*a) ** 2), argnums=(0, 1, 2)))(x, y, b)
     for a, c in zip(jax.tree_util.tree_leaves(h_ours), jax.tree_util.tree_leaves(h_ref)):
         np.testing.assert_allclose(a, c, rtol=1e-10, atol=1e-10)
 
@@ -263,6 +263,6 @@ def test_gelu_epilogue_derivatives_saturate_like_gelu(dtype, z, orders) -> None:
     fused = lambda b: jnp.sum(fused_gemm_epilogue(x, y, b, activation="gelu"))  # noqa: E731
     plain = lambda b: jnp.sum(gelu(matmul(x, y) + b, approximate=True))  # noqa: E731
     for n in orders:
-        got, want = _grad_n(fused, n)(b0), _grad_n(plain, n)(b0)
+        got, want = jax.jit(_grad_n(fused, n))(b0), jax.jit(_grad_n(plain, n))(b0)
         assert np.all(np.isfinite(got)), (n, got)
         np.testing.assert_array_equal(got, want)

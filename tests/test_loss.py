@@ -76,9 +76,9 @@ def test_ignore_index_on_every_token_gives_zero(mode) -> None:
         elif mode == "jit":
             out = [jax.jit(f)(x, second), *jax.jit(jax.grad(f, (0, 1)))(x, second)]
         elif mode == "jacfwd":
-            out = list(jax.jacfwd(f, (0, 1))(x, second))
+            out = list(jax.jit(jax.jacfwd(f, (0, 1)))(x, second))
         else:
-            out = jax.tree_util.tree_leaves(jax.hessian(f, (0, 1))(x, second))
+            out = jax.tree_util.tree_leaves(jax.jit(jax.hessian(f, (0, 1)))(x, second))
         for o in out:
             np.testing.assert_array_equal(o, 0.0, err_msg=f"{name} ({mode})")
 
@@ -91,7 +91,7 @@ def test_inf_logits_give_finite_loss_and_gradients() -> None:
     ref = cross_entropy_reference(x, LABELS, z_loss=0.1)
     np.testing.assert_allclose(loss, ref, rtol=1e-12)
     g = jax.grad(lambda v: cross_entropy(v, LABELS, z_loss=0.1))(x)
-    h = jax.hessian(lambda v: cross_entropy(v, LABELS, z_loss=0.1))(x)
+    h = jax.jit(jax.hessian(lambda v: cross_entropy(v, LABELS, z_loss=0.1)))(x)
     assert np.isfinite(g).all() and np.isfinite(h).all()
     assert (g[x == -np.inf] == 0).all()
 
@@ -132,7 +132,8 @@ def test_nll_loss_class_weights_and_their_gradient() -> None:
     f = lambda lp, w: nll_loss(lp, LABELS, weight=w)  # noqa: E731
     np.testing.assert_allclose(f(logp, weight), ref(logp, weight), rtol=1e-12)
     _all_close(jax.grad(f, (0, 1))(logp, weight), jax.grad(ref, (0, 1))(logp, weight))
-    _all_close(jax.hessian(f, (0, 1))(logp, weight), jax.hessian(ref, (0, 1))(logp, weight))
+    _all_close(jax.jit(jax.hessian(f, (0, 1)))(logp, weight),
+               jax.jit(jax.hessian(ref, (0, 1)))(logp, weight))
     # log-probabilities of 0 (-inf) on classes no label picks stay harmless
     logp_inf = logp.at[0, 1].set(-jnp.inf)
     g = jax.grad(f, (0, 1))(logp_inf, weight)
@@ -351,8 +352,8 @@ def test_softmax_cross_entropy_is_optaxs_with_both_derivatives() -> None:
     c = np.cos(_optax(LOGITS, scale))[:, None]
     np.testing.assert_allclose(gx, c * (2 * jax.nn.softmax(LOGITS) - scale), rtol=1e-10)
     np.testing.assert_allclose(gy, -c * jax.nn.log_softmax(LOGITS), rtol=1e-10)
-    _all_close(jax.hessian(f(softmax_cross_entropy), (0, 1))(LOGITS[:2], scale[:2]),
-               jax.hessian(f(_optax), (0, 1))(LOGITS[:2], scale[:2]))
+    _all_close(jax.jit(jax.hessian(f(softmax_cross_entropy), (0, 1)))(LOGITS[:2], scale[:2]),
+               jax.jit(jax.hessian(f(_optax), (0, 1)))(LOGITS[:2], scale[:2]))
     onehot = np.eye(7)[[0, 6, 2, 3, 3]]
     np.testing.assert_allclose(softmax_cross_entropy(LOGITS, onehot),
                                cross_entropy(LOGITS, np.array([0, 6, 2, 3, 3]),
@@ -397,7 +398,7 @@ def test_softmax_cross_entropy_leaves_out_minus_inf_logits() -> None:
     assert loss[4] == 0.0
     f = lambda a, b: jnp.sum(jnp.sin(softmax_cross_entropy(a, b)))  # noqa: E731
     for d in (jax.grad, jax.jacfwd, jax.jacrev, jax.hessian):
-        out = d(f, (0, 1))(x, y)
+        out = jax.jit(d(f, (0, 1)))(x, y)
         assert all(np.isfinite(o).all() for o in jax.tree_util.tree_leaves(out))
     gx, gy = jax.grad(f, (0, 1))(x, y)
     assert np.all(gx[~finite] == 0.0) and np.all(gy[~finite] == 0.0)

@@ -33,8 +33,8 @@ def test_zero_input_is_finite_in_every_mode(name) -> None:
     zero = np.zeros((3, 2, 4))
     w = rng.normal(size=zero.shape)
     loss = lambda x: gr_sum(multiply(fn(x), w))  # noqa: E731
-    outs = [fn(zero), jax.grad(loss)(zero), jax.jacfwd(fn)(zero), jax.hessian(loss)(zero),
-            jax.jit(jax.grad(loss))(zero)]
+    outs = [fn(zero), jax.grad(loss)(zero), jax.jit(jax.jacfwd(fn))(zero),
+            jax.jit(jax.hessian(loss))(zero), jax.jit(jax.grad(loss))(zero)]
     for o in outs:
         assert np.isfinite(o).all(), name
     np.testing.assert_allclose(jax.jvp(fn, (zero,), (w,))[1],
@@ -99,12 +99,12 @@ def test_batch_norm_double_grad_against_jax_numpy(data_format) -> None:
                  lambda f: jax.jacrev(grad(f), (0, 1, 2))):
         jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9,
                                                                        atol=1e-11),
-                               make(ours)(*args), make(ref)(*args))
+                               jax.jit(make(ours))(*args), jax.jit(make(ref))(*args))
     t = tuple(rng.normal(size=np.shape(a)) for a in args)
 
     def third(f):
         h = lambda *a: jax.jvp(lambda *b: jax.jvp(f, b, t)[1], a, t)[1]  # noqa: E731
-        return jax.jvp(h, args, t)[1]
+        return jax.jit(lambda *a: jax.jvp(h, a, t)[1])(*args)
     np.testing.assert_allclose(third(ours), third(ref), rtol=1e-8, atol=1e-10)
 
 

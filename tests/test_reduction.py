@@ -56,9 +56,9 @@ def test_ties_share_the_gradient_evenly(name, sign) -> None:
     g = jax.grad(_total(fn, axis=1))(x)
     np.testing.assert_allclose(g, [[0, 0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3, 0]], rtol=1e-15)
     # forward mode shares the same way, and over several axes
-    jf = jax.jacfwd(lambda v: fn(v, axis=(0, 1)))(x)
+    jf = jax.jit(jax.jacfwd(lambda v: fn(v, axis=(0, 1))))(x)
     np.testing.assert_allclose(jf, np.where(x == fn(x), 1 / 3, 0.0), rtol=1e-15)
-    np.testing.assert_array_equal(jax.hessian(_total(fn, axis=1))(x), 0.0)
+    np.testing.assert_array_equal(jax.jit(jax.hessian(_total(fn, axis=1)))(x), 0.0)
 
 
 def test_ties_with_keepdims_and_negative_axis() -> None:
@@ -82,8 +82,8 @@ def test_prod_gradient_at_zeros_is_the_product_of_the_others() -> None:
 @pytest.mark.parametrize("order", ["hessian", "third"])
 def test_prod_higher_derivatives_at_zeros_are_exact(order) -> None:
     x = np.array([2.0, 0.0, 3.0, 0.0, -1.5])
-    ours = ORDERS[order](red.prod)(x)
-    want = ORDERS[order](jnp.prod)(x)     # jax's product tree: exact polynomials
+    ours = jax.jit(ORDERS[order](red.prod))(x)
+    want = jax.jit(ORDERS[order](jnp.prod))(x)     # jax's product tree: exact polynomials
     np.testing.assert_allclose(ours, want, rtol=1e-13, atol=1e-13)
     assert np.abs(ours).max() > 0         # not trivially zero: two zeros leave a pair
 
@@ -91,15 +91,15 @@ def test_prod_higher_derivatives_at_zeros_are_exact(order) -> None:
 def test_prod_over_several_axes_with_keepdims() -> None:
     x = np.array([[[1.0, 0.0], [2.0, 3.0]], [[0.5, 2.0], [0.0, 4.0]]])
     f = lambda v: red.prod(v, axis=(0, -1), keepdims=True)     # noqa: E731
-    np.testing.assert_allclose(jax.jacrev(f)(x), jax.jacrev(
-        lambda v: jnp.prod(v, axis=(0, -1), keepdims=True))(x), rtol=1e-14)
+    np.testing.assert_allclose(jax.jit(jax.jacrev(f))(x), jax.jit(jax.jacrev(
+        lambda v: jnp.prod(v, axis=(0, -1), keepdims=True)))(x), rtol=1e-14)
 
 
 # --------------------------------------------------------------------- std
 @pytest.mark.parametrize("order", list(ORDERS))
 def test_std_at_zero_variance_has_zero_derivatives(order) -> None:
     x = np.array([[0.7, 0.7, 0.7], [1.0, 2.0, 4.0]])
-    d = np.asarray(ORDERS[order](lambda v: red.std(v, axis=1)[0])(x))
+    d = np.asarray(jax.jit(ORDERS[order](lambda v: red.std(v, axis=1)[0]))(x))
     assert np.isfinite(d).all()
     np.testing.assert_array_equal(d[0], 0.0)
     if order == "grad":   # the other row is untouched by the guard
@@ -125,9 +125,9 @@ def test_var_of_too_few_elements_is_inf_or_nan_as_jax_numpy() -> None:
 def test_logsumexp_of_an_all_minus_inf_slice(order) -> None:
     x = np.array([[-np.inf, -np.inf, -np.inf], [0.5, -np.inf, 1.0]])
     assert red.logsumexp(x, axis=1)[0] == -np.inf
-    d = np.asarray(ORDERS[order](lambda v: red.logsumexp(v, axis=1)[0])(x))
+    d = np.asarray(jax.jit(ORDERS[order](lambda v: red.logsumexp(v, axis=1)[0]))(x))
     np.testing.assert_array_equal(d, 0.0)
-    d1 = np.asarray(ORDERS[order](lambda v: red.logsumexp(v, axis=1)[1])(x))
+    d1 = np.asarray(jax.jit(ORDERS[order](lambda v: red.logsumexp(v, axis=1)[1]))(x))
     assert np.isfinite(d1).all()
     if order == "grad":
         p = np.exp(x[1] - np.logaddexp(0.5, 1.0))
@@ -293,8 +293,8 @@ def test_where_matches_jax_numpy_with_zero_derivatives_outside(name, axis, where
         want = jax.grad(f_ref)(WHERE_X)       # NaN for var and std where nothing is selected
         finite = np.isfinite(want)
         np.testing.assert_allclose(g[finite], want[finite], rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(jax.jacfwd(f)(WHERE_X), g, rtol=1e-12, atol=1e-15)
-    h = jax.hessian(f)(WHERE_X)
+    np.testing.assert_allclose(jax.jit(jax.jacfwd(f))(WHERE_X), g, rtol=1e-12, atol=1e-15)
+    h = jax.jit(jax.hessian(f))(WHERE_X)
     assert np.isfinite(h).all() and np.all(h[excluded] == 0.0)
 
 

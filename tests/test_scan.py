@@ -56,11 +56,11 @@ def test_integer_scans() -> None:
 # ------------------------------------------------------------------ cumprod
 def test_cumprod_gradient_with_zeros_is_exact() -> None:
     x = np.array([2.0, 0.0, 3.0, 0.0, 4.0])
-    jac = jax.jacrev(lambda v: sc.cumprod(v, axis=0))(x)
+    jac = jax.jit(jax.jacrev(lambda v: sc.cumprod(v, axis=0)))(x)
     want = np.array([[1, 0, 0, 0, 0], [0, 2, 0, 0, 0], [0, 6, 0, 0, 0],
                      [0, 0, 0, 0, 0], [0, 0, 0, 0, 0]], float)
     np.testing.assert_array_equal(jac, want)
-    np.testing.assert_array_equal(jax.jacfwd(lambda v: sc.cumprod(v, axis=0))(x), want)
+    np.testing.assert_array_equal(jax.jit(jax.jacfwd(lambda v: sc.cumprod(v, axis=0)))(x), want)
 
 
 @pytest.mark.parametrize("reverse", [False, True])
@@ -76,7 +76,7 @@ def test_cumprod_hessian_and_third_derivative_at_zeros(reverse, exclusive) -> No
         return jnp.sum(sc._cumprod_reference(v, axis=0, reverse=reverse,
                                              exclusive=exclusive) * w)
     for order in (jax.hessian, lambda f: jax.jacfwd(jax.hessian(f))):
-        got, want = order(ours)(x), order(ref)(x)
+        got, want = jax.jit(order(ours))(x), jax.jit(order(ref))(x)
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
         assert np.abs(got).max() > 0
 
@@ -84,12 +84,12 @@ def test_cumprod_hessian_and_third_derivative_at_zeros(reverse, exclusive) -> No
 # ------------------------------------------------------------------- cummax
 def test_cummax_routes_the_gradient_to_the_latest_tie() -> None:
     x = np.array([1.0, 3.0, 3.0, 2.0, 5.0, 5.0, 0.0])
-    jac = jax.jacfwd(lambda v: sc.cummax(v, axis=0))(x)
+    jac = jax.jit(jax.jacfwd(lambda v: sc.cummax(v, axis=0)))(x)
     np.testing.assert_array_equal(jac.argmax(1), [0, 1, 2, 2, 4, 5, 5])
     np.testing.assert_array_equal(jac.sum(1), 1.0)
-    np.testing.assert_array_equal(jax.jacrev(lambda v: sc.cummax(v, axis=0))(x), jac)
+    np.testing.assert_array_equal(jax.jit(jax.jacrev(lambda v: sc.cummax(v, axis=0)))(x), jac)
     # reverse: the latest in scan order is the smallest index
-    jac = jax.jacfwd(lambda v: sc.cummax(v, axis=0, reverse=True))(x)
+    jac = jax.jit(jax.jacfwd(lambda v: sc.cummax(v, axis=0, reverse=True)))(x)
     np.testing.assert_array_equal(jac.argmax(1), [4, 4, 4, 4, 4, 5, 6])
 
 
@@ -167,10 +167,11 @@ def test_logcumsumexp_values_and_derivatives(axis, reverse) -> None:
         return jax.lax.cumlogsumexp(v, axis % 2, reverse)
     # jitted: one compile per transform instead of one per primitive
     np.testing.assert_allclose(ours(x), ref(x), rtol=1e-13)
-    np.testing.assert_allclose(jax.jit(jax.jacfwd(ours))(x), jax.jacfwd(ref)(x), atol=1e-13)
-    np.testing.assert_allclose(jax.jit(jax.jacrev(ours))(x), jax.jacfwd(ref)(x), atol=1e-13)
+    jac_ref = jax.jit(jax.jacfwd(ref))(x)
+    np.testing.assert_allclose(jax.jit(jax.jacfwd(ours))(x), jac_ref, atol=1e-13)
+    np.testing.assert_allclose(jax.jit(jax.jacrev(ours))(x), jac_ref, atol=1e-13)
     np.testing.assert_allclose(jax.jit(jax.hessian(lambda v: ours(v)[2, 1]))(x),
-                               jax.hessian(lambda v: ref(v)[2, 1])(x), atol=1e-12)
+                               jax.jit(jax.hessian(lambda v: ref(v)[2, 1]))(x), atol=1e-12)
 
 
 def test_logcumsumexp_with_minus_inf_and_huge_entries() -> None:
@@ -191,7 +192,7 @@ def test_logcumsumexp_with_minus_inf_and_huge_entries() -> None:
     f = lambda v: gr_sum(sc.logcumsumexp(v, axis=0))  # noqa: E731
     assert np.isfinite(np.asarray(sc.logcumsumexp(big, axis=0))).all()
     for g in (jax.grad(f), jax.jacfwd(jax.grad(f)), jax.hessian(jax.grad(lambda v: f(v)))):
-        assert np.isfinite(np.asarray(g(big))).all()
+        assert np.isfinite(np.asarray(jax.jit(g)(big))).all()
     # out_4 = 1e4 + log 2 is rounded to float32's spacing at 1e4 (1e-3)
     np.testing.assert_allclose(jax.grad(f)(big), [1, 1, 2.5, 0, 0.5], atol=2e-3)
 
@@ -204,10 +205,9 @@ def test_logcumsumexp_jvp_is_a_linear_recurrence_and_transposes() -> None:
         lambda u: sc.logcumsumexp(u, axis=1), (v,), (t,)))(x, x)
     names = {e.primitive.name for e in iter_eqns(jaxpr.jaxpr)}
     assert "linear_recurrence" in names and "cumsum" not in names
-    g = jax.vmap(jax.grad(lambda v: gr_sum(sc.logcumsumexp(v, axis=0) ** 2)), in_axes=1,
-                 out_axes=1)(x)
-    loop = np.stack([jax.grad(lambda v: gr_sum(sc.logcumsumexp(v, axis=0) ** 2))(x[:, j])
-                     for j in range(5)], 1)
+    grad = jax.grad(lambda v: gr_sum(sc.logcumsumexp(v, axis=0) ** 2))
+    g = jax.jit(jax.vmap(grad, in_axes=1, out_axes=1))(x)
+    loop = np.stack([jax.jit(grad)(x[:, j]) for j in range(5)], 1)
     np.testing.assert_allclose(g, loop, rtol=1e-13)
 
 

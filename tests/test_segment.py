@@ -68,23 +68,25 @@ def test_segment_sum_transposes_to_a_gather():
 def test_max_ties_share_the_gradient_like_the_max_reduction():
     data = np.array([1.0, 3.0, 3.0, 2.0, 3.0, 5.0])
     ids = np.array([0, 0, 0, 1, 1, 9])
-    g = jax.grad(lambda d: sg.segment_max(d, ids, num_segments=3).sum())(data)
+    g = jax.jit(jax.grad(lambda d: sg.segment_max(d, ids, num_segments=3).sum()))(data)
     np.testing.assert_allclose(g, [0, 0.5, 0.5, 0, 1, 0])
     # the max reduction splits ties the same way
     np.testing.assert_allclose(jax.grad(lambda d: gradrules.max(d))(data[:3]), g[:3])
-    gmin = jax.grad(lambda d: sg.segment_min(d, ids, num_segments=3).sum())(-data)
+    gmin = jax.jit(jax.grad(lambda d: sg.segment_min(d, ids, num_segments=3).sum()))(-data)
     np.testing.assert_allclose(gmin, g)
     t = jax.jvp(lambda d: sg.segment_max(d, ids, num_segments=3), (data,), (np.ones(6),))[1]
     np.testing.assert_allclose(t, [1.0, 1.0, 0.0])      # the empty segment: tangent 0
-    h = jax.hessian(lambda d: sg.segment_max(d, ids, num_segments=3).sum())(data)
+    h = jax.jit(jax.hessian(lambda d: sg.segment_max(d, ids, num_segments=3).sum()))(data)
     np.testing.assert_array_equal(h, 0.0)
 
 
 def test_derivatives_against_jax_ops_where_distinct():
     data = rng.permutation(12).reshape(6, 2) * 0.5
     for name in ("segment_sum", "segment_max", "segment_min"):
-        ours = jax.jacrev(partial(getattr(sg, name), segment_ids=IDS, num_segments=N))(data)
-        ref = jax.jacfwd(partial(getattr(jax.ops, name), segment_ids=IDS, num_segments=N))(data)
+        ours = jax.jit(jax.jacrev(partial(getattr(sg, name), segment_ids=IDS,
+                                          num_segments=N)))(data)
+        ref = jax.jit(jax.jacfwd(partial(getattr(jax.ops, name), segment_ids=IDS,
+                                         num_segments=N)))(data)
         np.testing.assert_array_equal(ours, np.nan_to_num(ref))   # jax.ops: NaN at empties
 
 

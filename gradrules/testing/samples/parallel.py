@@ -10,7 +10,7 @@ axis of rank 2, every reduction."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -29,18 +29,24 @@ def over_vocab_shards(fn: Callable[..., Any]) -> Callable[..., Any]:
     axis_name="vocab", **kwargs)`` inside a jitted ``jax.shard_map`` (eager,
     each primitive would compile a shard_map of its own): the logits split
     over their last axis across ``n`` local devices (the most, up to 8, that
-    divide it), the labels and the result replicated."""
+    divide it), the labels and the result replicated. One jitted function
+    per (n, rank, kwargs), so that calls and their transforms reuse its
+    traces and compiled programs."""
     def call(logits: Any, labels: Any, **kwargs: Any) -> Any:
         vocab = np.shape(logits)[-1]
         n = max(d for d in range(1, min(jax.device_count(), 8, vocab) + 1) if vocab % d == 0)
-        mesh = jax.make_mesh((n,), (AXIS,), axis_types=(AxisType.Auto,),
-                             devices=jax.devices()[:n])
-        spec = PartitionSpec(*([None] * (np.ndim(logits) - 1)), AXIS)
-        sharded = jax.shard_map(partial(fn, axis_name=AXIS, **kwargs), mesh=mesh,
-                                in_specs=(spec, PartitionSpec()), out_specs=PartitionSpec())
-        return jax.jit(sharded)(logits, labels)
+        return _on_shards(fn, n, np.ndim(logits), tuple(sorted(kwargs.items())))(logits, labels)
     call.__name__ = f"{getattr(fn, '__name__', 'fn')}_over_vocab_shards"
     return call
+
+
+@lru_cache(maxsize=None)
+def _on_shards(fn: Callable[..., Any], n: int, ndim: int, kwargs: tuple[tuple[str, Any], ...]
+               ) -> Callable[..., Any]:
+    mesh = jax.make_mesh((n,), (AXIS,), axis_types=(AxisType.Auto,), devices=jax.devices()[:n])
+    spec = PartitionSpec(*([None] * (ndim - 1)), AXIS)
+    return jax.jit(jax.shard_map(partial(fn, axis_name=AXIS, **dict(kwargs)), mesh=mesh,
+                                 in_specs=(spec, PartitionSpec()), out_specs=PartitionSpec()))
 
 
 def _vocab_parallel_cross_entropy(rng: np.random.Generator) -> list[Sample]:
