@@ -39,15 +39,19 @@ from jax.extend.core import ClosedJaxpr, Jaxpr, Primitive
 
 __all__ = [
     "Array", "BatchDim", "BatchResult", "ClosedJaxpr", "Cotangent", "Jaxpr", "JvpResult",
-    "MaybeUndefined", "Primitive", "ShapedArray", "Tangent", "UndefinedPrimal", "Zero",
+    "MaybeUndefined", "Primitive", "ShapedArray", "ShardingTypeError", "Tangent",
+    "UndefinedPrimal", "Zero",
     "aval_of", "config_state", "float0", "gpu_lowering_context", "is_undefined_primal",
     "is_zero", "iter_eqns", "jaxpr_primitives", "mesh_of", "new_primitive",
     "optional_string_config_state", "register_abstract_eval", "register_batch",
     "register_jvp", "register_lowering", "register_transpose", "registered_rules",
-    "set_config", "spec_of", "with_varying_axes", "zero_cotangent", "zero_tangent",
+    "set_config", "spec_of", "traced_shardings", "transpose_like_primal", "with_explicit_shardings",
+    "with_varying_axes", "zero_cotangent", "zero_tangent",
 ]
 
 Zero = _ad.Zero
+ShardingTypeError = _core.ShardingTypeError
+"""What JAX raises where a sharding in types is ambiguous (not public API)."""
 UndefinedPrimal = _ad.UndefinedPrimal
 float0 = jax.dtypes.float0
 
@@ -167,6 +171,77 @@ def with_varying_axes(out: Any, avals: Sequence[Any], invariant: str | None = No
     return type(out)(map(vary, out)) if isinstance(out, (list, tuple)) else vary(out)
 
 
+def _explicit_sharded(aval: Any) -> bool:
+    """Whether ``aval``'s type is sharded over a mesh axis of type Explicit."""
+    sharding = getattr(aval, "sharding", None)
+    if not isinstance(aval, ShapedArray) or sharding is None:
+        return False
+    mesh = sharding.mesh
+    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types)
+                if t == jax.sharding.AxisType.Explicit}
+    used = (e for entry in sharding.spec if entry is not None
+            for e in ((entry,) if isinstance(entry, str) else entry))
+    return any(e in explicit for e in used)
+
+
+def traced_shardings(fn: Callable[..., Any], avals: Sequence[Any]) -> list[Any]:
+    """The shardings of the results of ``fn`` traced on ``avals``: JAX's own
+    sharding rules applied through a lax/jax.numpy composition."""
+    closed = jax.make_jaxpr(fn)(*avals)
+    return [v.aval.sharding for v in closed.jaxpr.outvars]
+
+
+def with_explicit_shardings(out: Any, avals: Sequence[Any], fn: Callable[..., Any],
+                            op: str) -> Any:
+    """The output aval(s) of a primitive whose operands are sharded over
+    Explicit mesh axes, with the shardings its lowering ``fn`` (a lax /
+    jax.numpy composition, or gradrules ops whose types carry theirs) gives:
+    as the jax.numpy code it replaces. A ``ShardingTypeError`` of that trace
+    (an ambiguous sharding) is raised again naming ``op``. Unsharded operands
+    leave ``out`` as it is."""
+    if not any(_explicit_sharded(a) for a in avals):
+        return out
+    try:
+        shardings = traced_shardings(fn, avals)
+    except ShardingTypeError as exc:
+        raise ShardingTypeError(f"{op}: {exc}") from None
+    if isinstance(out, (list, tuple)):
+        return type(out)(o.update(sharding=s) for o, s in zip(out, shardings))
+    return out.update(sharding=shardings[0])
+
+
+def transpose_like_primal(rule: Callable[..., list[Any]], ct: Any,
+                          operands: Sequence[MaybeUndefined]) -> list[Any]:
+    """``rule(ct, *operands)``, the cotangents of a transpose; where anything
+    is sharded over Explicit mesh axes, run with those axes Auto
+    (``jax.sharding.auto_axes``: XLA places the contractions over sharded
+    dims, as for JAX's own transposes given their ``out_sharding``) and each
+    cotangent resharded to its primal's cotangent type (a symbolic zero among
+    several cotangents is then instantiated)."""
+    leaves, tree = jax.tree.flatten((ct, list(operands)),
+                                    is_leaf=lambda x: isinstance(x, (Zero, UndefinedPrimal)))
+    if not any(_explicit_sharded(aval_of(x)) for x in leaves):
+        return rule(ct, *operands)
+    arrays = [i for i, x in enumerate(leaves) if not isinstance(x, (Zero, UndefinedPrimal))]
+    undefined = [i for i, o in enumerate(operands) if isinstance(o, UndefinedPrimal)]
+
+    def run(*xs: Any) -> list[Any]:
+        filled = list(leaves)
+        for i, x in zip(arrays, xs):
+            filled[i] = x
+        ct_in, ops_in = jax.tree.unflatten(tree, filled)
+        cts = rule(ct_in, *ops_in)
+        return [_ad.instantiate_zeros(cts[i]) if cts[i] is not None
+                else jax.numpy.zeros(operands[i].aval.shape, operands[i].aval.dtype)
+                for i in undefined]
+    wanted = [operands[i].aval.to_ct_aval().sharding.spec for i in undefined]
+    out = jax.sharding.auto_axes(run, out_sharding=wanted)(*(leaves[i] for i in arrays))
+    result: list[Any] = [None] * len(operands)
+    for i, c in zip(undefined, out):
+        result[i] = c
+    return result
+
+
 def mesh_of(x: Any) -> Any:
     """The mesh ``x`` lives on: the concrete mesh of a concrete array, the
     abstract mesh of a tracer's type, else the context's (empty outside any
@@ -227,7 +302,7 @@ def zero_tangent(aval_or_value: Any) -> Zero:
     aval = getattr(aval_or_value, "aval", aval_or_value)
     if not isinstance(aval, ShapedArray):
         aval = _typeof(aval_or_value)
-    return Zero(ShapedArray(aval.shape, tangent_dtype(aval.dtype)))
+    return Zero(aval.to_tangent_aval())
 
 
 def zero_cotangent(operand: MaybeUndefined) -> Zero:

@@ -499,19 +499,6 @@ CATALOG_ELEMENTS = 1 << 20
 """The size the largest operand of a catalog case is grown to (about)."""
 
 
-def _largest_sample(name: str) -> Any:
-    """The op's sample call with the most elements and no empty operand (of
-    an op without array operands, arange or zeros: its first sample)."""
-    from .testing.samples import samples_for
-    best, size = None, -1
-    for sample in samples_for(name):
-        arrays = [np.asarray(a) for a in jax.tree_util.tree_leaves(sample.args)
-                  if isinstance(a, np.ndarray)]
-        if all(a.size for a in arrays) and sum(a.size for a in arrays) > size:
-            best, size = sample, sum(a.size for a in arrays)
-    return best
-
-
 def _grown(case: Any, quick: bool) -> tuple[Any, ...]:
     """A case's array leaves as jax arrays, tiled up to about
     ``CATALOG_ELEMENTS`` in their largest: every axis longer than 1 by the
@@ -557,12 +544,12 @@ def catalog_cases(exclude: Sequence[str] = ()) -> list[BenchCase]:
     its float operands that take a tangent."""
     from .core.registry import OPS
     from .testing.case import make_case
-    from .testing.samples import opinfo, sample_fn, table
+    from .testing.samples import largest_sample, opinfo, sample_fn, table
     cases = []
     for name, op in OPS.items():
         if name in exclude or op.reference is None or name not in table():
             continue
-        sample = _largest_sample(name)
+        sample = largest_sample(name)
         if sample is None:
             continue
         case = make_case(name, op, sample_fn(name), sample, opinfo(name))

@@ -11,7 +11,9 @@ and a replicated weight, whose gradient sums over the shards.
 "c-embedding": c_embedding as the vocab-parallel embedding inside
 ``shard_map`` (table rows over ``model``, a psum) against a plain lookup,
 grads included; "check-vocab-parallel": ``gradrules.check`` of
-vocab_parallel_cross_entropy with its logits over 8 (or 4) shards."""
+vocab_parallel_cross_entropy with its logits over 8 (or 4) shards; "table-<op>-<axis type>": every op of the
+sample table on a 2x4 mesh beside its jax.numpy reference
+(``gradrules.testing.mesh.walk``), with the problems found."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from jax.sharding import AxisType, NamedSharding, PartitionSpec as P  # noqa: E4
 
 import gradrules  # noqa: E402
 from gradrules.testing.check import CHECKS  # noqa: E402
+from gradrules.testing.mesh import walk  # noqa: E402
 from gradrules.pallas.loss import BlockSizes as LossBlocks  # noqa: E402
 from gradrules.pallas.softmax import BlockSizes as SoftmaxBlocks  # noqa: E402
 
@@ -203,3 +206,6 @@ if __name__ == "__main__":
     print(json.dumps(run_user_shard_map()), flush=True)
     print(json.dumps(run_c_embedding()), flush=True)
     print(json.dumps(run_vocab_parallel_check()), flush=True)
+    for row in walk():
+        print(json.dumps({"case": f"table-{row.name}-{row.axis_type}", **row.as_dict()}),
+              flush=True)

@@ -299,13 +299,14 @@ def test_catalog_cases_grow_the_sample_and_keep_fixed_shapes() -> None:
     """A catalog case tiles its largest sample up to about CATALOG_ELEMENTS
     (axes of size 1 stay, so broadcasting holds); an op whose params fix a
     shape (reshape) keeps its sample's size."""
-    from gradrules.bench import CATALOG_ELEMENTS, _largest_sample, catalog_cases
+    from gradrules.bench import CATALOG_ELEMENTS, catalog_cases
+    from gradrules.testing.samples import largest_sample
     cases = {c.name: c for c in catalog_cases()}
     rng = np.random.default_rng(0)
     (x, y), quick = cases["add"].make(rng, False), cases["add"].make(rng, True)
     assert CATALOG_ELEMENTS / 4 <= max(x.size, y.size) <= CATALOG_ELEMENTS
     def arrays(name):
-        return [a.shape for a in _largest_sample(name).args if isinstance(a, np.ndarray)]
+        return [a.shape for a in largest_sample(name).args if isinstance(a, np.ndarray)]
     sample = arrays("add")
     assert [a.shape for a in quick] == sample          # --quick: the sample itself
     for big, small in zip((x, y), sample):            # size-1 axes stay 1

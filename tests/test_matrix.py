@@ -1,7 +1,7 @@
 """Matrix structure: tril, triu, diagonal, diag and trace against numpy at
-every offset (past the edges too), their transposes (masks, a strided slice
-<-> a select on the diagonal, a diagonal broadcast: no dense identity, no
-gather), batching, and bad input naming the op and the argument."""
+every offset (past the edges too), their transposes (masks, diagonal <-> a
+select on the diagonal, a diagonal broadcast: no dense identity, no gather
+or scatter primitive), batching, and bad input naming the op and the argument."""
 
 import jax
 import jax.numpy as jnp
@@ -59,8 +59,9 @@ def test_transposes_match_jax_numpy(k) -> None:
 
 
 def test_transposes_are_structural_not_dense() -> None:
-    """diagonal <-> diag (a strided slice and a select), trace -> a broadcast
-    and a diag, tril -> tril: no gather, no dot, no multiply by an identity."""
+    """diagonal <-> diag (the diagonal's entries and a select), trace -> a
+    broadcast and a diag, tril -> tril: no gather, no dot, no multiply by an
+    identity."""
     x = RNG.standard_normal((4, 4))
     dense = {"gather", "dot_general", "matmul", "einsum", "mul", "multiply", "scatter_add"}
     for fn, arg, expect in ((lambda a: mx.diagonal(a, 1), x, "diag"), (mx.trace, x, "diag"),

@@ -220,3 +220,20 @@ def test_logcumsumexp_jvp_is_a_linear_recurrence_and_transposes() -> None:
 def test_logcumsumexp_errors(call, exc, match) -> None:
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_scans_keep_an_explicit_batch_sharding() -> None:
+    """The exclusive shift (a pad, not a concatenation with an unsharded
+    edge) keeps the sharding of x: forward and gradient on a one-device mesh
+    with an Explicit ``data`` axis."""
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+    mesh = jax.make_mesh((1,), ("data",), axis_types=(AxisType.Explicit,))
+    x = np.random.default_rng(5).uniform(0.5, 1.5, (4, 3))
+    with jax.set_mesh(mesh):
+        xs = jax.device_put(x, NamedSharding(mesh, P("data")))
+        for fn in (lambda v: sc.linear_recurrence(v, v, axis=1),
+                   jax.grad(lambda v: gr_sum(sc.cumprod(v, axis=1))),
+                   jax.grad(lambda v: gr_sum(sc.logcumsumexp(v, axis=1, reverse=True)))):
+            out = jax.jit(fn)(xs)
+            assert jax.typeof(out).sharding.spec == P("data", None)
+            np.testing.assert_allclose(out, jax.jit(fn)(x), rtol=1e-12)

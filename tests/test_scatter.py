@@ -263,3 +263,25 @@ def test_index_and_update_shapes_that_do_not_match(op, fn, msg) -> None:
 def test_bad_params(op, fn, msg) -> None:
     with pytest.raises(ValueError, match=rf"gradrules.{op}: {msg}"):
         fn()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, i: sc.scatter(x, i, x[:, :3], axis=1),
+    lambda x, i: sc.scatter_add(x, i, x[:, :3], axis=1),
+    lambda x, i: sc.scatter_reduce(x, i, x[:, :3], axis=1, reduce="mean"),
+    lambda x, i: jax.grad(lambda v: red.sum(sc.scatter(v, i, v[:, :3] * 2.0, axis=1) ** 2))(x),
+])
+def test_scatters_along_an_axis_keep_an_explicit_batch_sharding(fn) -> None:
+    """The axes other than ``axis`` are batching axes of the lax scatter, so
+    they keep their sharding: on a one-device mesh with an Explicit ``data``
+    axis, as without a mesh."""
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+    mesh = jax.make_mesh((1,), ("data",), axis_types=(AxisType.Explicit,))
+    x = np.random.default_rng(7).normal(size=(4, 5))
+    index = np.array([[0, 0, 4], [-1, 1, 1], [2, 2, 2], [3, 9, -9]])
+    want = jax.jit(fn)(x, index)
+    with jax.set_mesh(mesh):
+        xs, ixs = (jax.device_put(a, NamedSharding(mesh, P("data"))) for a in (x, index))
+        out = jax.jit(fn)(xs, ixs)
+    assert jax.typeof(out).sharding.spec == P("data", None)
+    np.testing.assert_allclose(out, want, rtol=1e-12)

@@ -191,3 +191,20 @@ def test_bad_nonzero_input() -> None:
         so.nonzero(MASKED, size=2, fill_value=0.5)
     with pytest.raises(TypeError, match=r"gradrules\.nonzero: argument x is complex"):
         so.nonzero(jnp.ones(3, jnp.complex64), size=2)
+
+
+def test_sort_keeps_an_explicit_batch_sharding() -> None:
+    """The iota sorted along with x has x's sharding (lax.sort needs equal
+    ones): values and indices on a one-device mesh with an Explicit ``data``
+    axis."""
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+    mesh = jax.make_mesh((1,), ("data",), axis_types=(AxisType.Explicit,))
+    x = np.random.default_rng(6).normal(size=(4, 5))
+    with jax.set_mesh(mesh):
+        xs = jax.device_put(x, NamedSharding(mesh, P("data")))
+        for descending in (False, True):
+            values, indices = jax.jit(lambda v: so.sort(v, axis=1, descending=descending))(xs)
+            assert jax.typeof(values).sharding.spec == P("data", None)
+            assert jax.typeof(indices).sharding.spec == P("data", None)
+            np.testing.assert_array_equal(indices, np.argsort(-x if descending else x, 1,
+                                                              kind="stable"))

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -133,6 +133,14 @@ def dispatch(table: Mapping[str, Callable[..., Any]], on_gpu: bool, *args: Any,
     if takes_keyword(fn, IMPLEMENTATION):     # a composition that binds fused primitives
         extra[IMPLEMENTATION] = implementation
     return fn(*args, **params, **extra)
+
+
+def xla_lowering(table: Mapping[str, Callable[..., Any]], *args: Any,
+                 implementation: Implementation, **params: Any) -> Any:
+    """The table's XLA entry, whatever kernel ``implementation`` names (the
+    composition whose types give the primitive's output shardings)."""
+    return dispatch(table, False, *args, implementation=replace(implementation, kernel="xla"),
+                    **params)
 
 
 def register_table_lowerings(prim: _jax.Primitive, table: Mapping[str, Callable[..., Any]],

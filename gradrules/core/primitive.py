@@ -34,7 +34,8 @@ from typing import Any
 from .. import _jax
 from .._jax import Cotangent, JvpResult, MaybeUndefined, Tangent
 from .kernels import (IMPLEMENTATION, check_implementation, check_table,
-                      register_table_lowerings)
+                      register_table_lowerings, xla_lowering)
+from .meta import op_name
 from .registry import NOT_DIFFERENTIABLE, NOT_LINEAR, PRIMITIVES, ZERO_DERIVATIVE, PrimitiveInfo
 
 InferMeta = Callable[..., Any]
@@ -72,8 +73,9 @@ def define_primitive(name: str, *, family: str, operands: tuple[str, ...],
     check = partial(validate_params, name, frozenset(all_params))
     prim = _jax.new_primitive(name, multiple_results=multiple_results, validate_params=check,
                               vary_operands=vary_operands and invariant_over is None)
+    lowering = impl if table is None else partial(xla_lowering, table)
     _jax.register_abstract_eval(prim, partial(checked_infer_meta, name, table, infer_meta,
-                                              invariant_over))
+                                              invariant_over, lowering))
     if table is None:
         assert impl is not None
         lowerings = {"xla": impl}
@@ -90,15 +92,20 @@ def define_primitive(name: str, *, family: str, operands: tuple[str, ...],
 
 
 def checked_infer_meta(name: str, table: Mapping[str, Callable[..., Any]] | None,
-                       infer_meta: InferMeta, invariant_over: str | None, *avals: Any,
-                       **params: Any) -> Any:
+                       infer_meta: InferMeta, invariant_over: str | None,
+                       lowering: Callable[..., Any], *avals: Any, **params: Any) -> Any:
     """The abstract eval of a primitive: its ``infer_meta``, after checking
-    that the implementation it asks for exists, varying over the operands'
+    that the implementation it asks for exists; on operands sharded over
+    Explicit mesh axes, with the output shardings of its XLA ``lowering``
+    traced on them (``_jax.with_explicit_shardings``: the sharding rules of
+    the jax.numpy composition it replaces); varying over the operands'
     manual mesh axes but the one named by the param ``invariant_over``."""
     if table is not None:
         check_implementation(name, table, avals, params)
+    out = _jax.with_explicit_shardings(infer_meta(*avals, **params), avals,
+                                       partial(lowering, **params), op_name(name))
     invariant = params[invariant_over] if invariant_over is not None else None
-    return _jax.with_varying_axes(infer_meta(*avals, **params), avals, invariant)
+    return _jax.with_varying_axes(out, avals, invariant)
 
 
 def validate_params(name: str, expected: frozenset[str], given: dict[str, Any]) -> None:
@@ -194,12 +201,13 @@ def zero_aware_transpose(prim: _jax.Primitive, rule: Callable[..., Any], ct: Cot
                          *operands: MaybeUndefined, **params: Any) -> list[Any]:
     """``rule``, except that a cotangent that is a symbolic zero as a whole
     transposes to zero cotangents (as JAX's linear_transpose2) without
-    calling it."""
+    calling it, and that each cotangent gets its primal's sharding
+    (``_jax.transpose_like_primal``)."""
     cts = ct if prim.multiple_results else [ct]
     if all(type(c) is _jax.Zero for c in cts):
         return [_jax.zero_cotangent(o) if _jax.is_undefined_primal(o) else None
                 for o in operands]
-    return rule(ct, *operands, **params)
+    return _jax.transpose_like_primal(partial(rule, **params), ct, operands)
 
 
 def _check_signature(info: PrimitiveInfo, kind: str, rule: Callable[..., Any]) -> None:

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import Primitive
-from ..core.args import bool_param, number_param
+from ..core.args import as_array, bool_param, number_param
 from ..core.meta import broadcast_shapes, op_name
 from ..core.registry import OpDef, register_op
 from ..core.numerics import GELU_A, GELU_SATURATION, gelu_cdf, SQRT_2_OVER_PI
@@ -420,6 +420,7 @@ def clip(x: ArrayLike, min: ArrayLike | None = None,  # noqa: A002
     the rest (d/dmin = [x < min], d/dmax = [y > max]). jnp.clip's own
     derivative splits ties at the bounds in half (maximum / minimum).
     """
+    x = as_array("clip", "x", x)
     if min is None and max is None:
         raise ValueError(f"{op_name('clip')}: at least one of min and max must be given")
     if _static_bound(min) and _static_bound(max):

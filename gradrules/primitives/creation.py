@@ -223,6 +223,7 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, *, dtype: DTypeLike = None,
     ``full`` primitive)."""
     op = "full_like"
     x = as_array(op, "x", x)
+    check_dtype(op, "x", jnp.result_type(x), "any")
     out_shape = tuple(np.shape(x)) if shape is None else shape_arg(op, shape)
     out_dtype = _canonical(jnp.result_type(x)) if dtype is None else _dtype_arg(op, dtype)
     return full_p.bind(_fill_arg(op, fill_value), shape=out_shape, dtype=out_dtype)

@@ -11,6 +11,7 @@ over the copies, tensor_unfold <-> tensor_fold.
 from __future__ import annotations
 
 import builtins
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,9 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.sharding import PartitionSpec
 
+from .. import _jax
 from .._jax import ShapedArray
 from ..core.args import as_array, choice_param, int_tuple
 from ..core.meta import check_dtype, normalize_axes, normalize_axis, op_name, same_dtype
@@ -471,8 +474,21 @@ def _tensor_unfold_infer_meta(x: Any, *, axis: int, size: int, step: int) -> Sha
 
 
 def _tensor_unfold_impl(x: Array, *, axis: int, size: int, step: int) -> Array:
+    """The windows gathered along ``axis`` (``window_index``), their elements
+    moved last. Where x's type shards ``axis`` (Explicit mesh axes), the
+    gather's sharding is given as the windows' in the jax.numpy composition
+    (stacked slices of x): the window axis replicated, the elements sharded
+    as ``axis`` was (replicated where ``size`` does not split over those
+    mesh axes)."""
     idx = window_index(num_windows(x.shape[axis], size, step), size, step)
-    return jnp.moveaxis(jnp.take(x, idx, axis=axis), axis + 1, -1)
+    spec = _jax.spec_of(x)
+    out = None
+    if spec[axis] is not None:
+        names = (spec[axis],) if isinstance(spec[axis], str) else tuple(spec[axis])
+        split = size % math.prod(_jax.mesh_of(x).shape[a] for a in names) == 0
+        out = PartitionSpec(*spec[:axis], None, spec[axis] if split else None, *spec[axis + 1:])
+    windows = x.at[(builtins.slice(None),) * axis + (idx,)].get(out_sharding=out)
+    return jnp.moveaxis(windows, axis + 1, -1)
 
 
 tensor_unfold_p = define_primitive("tensor_unfold", family=FAMILY, operands=("x",),
@@ -523,10 +539,17 @@ def _tensor_fold_infer_meta(y: Any, *, axis: int, size: int, step: int,
 
 
 def _tensor_fold_impl(y: Array, *, axis: int, size: int, step: int, length: int) -> Array:
+    """The windows scatter-added into zeros at ``window_index``. Where y's
+    type is sharded (Explicit mesh axes), the result's sharding is given:
+    y's off the window axes, replicated along ``axis`` (the overlaps of
+    windows on several devices summed by XLA)."""
     idx = window_index(y.shape[axis], size, step)
     shape = y.shape[:axis] + (length,) + y.shape[axis + 1:-1]
+    spec = _jax.spec_of(y)
+    out = PartitionSpec(*spec[:axis], None, *spec[axis + 1:-1]) if any(spec) else None
     where = (builtins.slice(None),) * axis + (idx,)
-    return jnp.zeros(shape, y.dtype).at[where].add(jnp.moveaxis(y, -1, axis + 1))
+    return jnp.zeros(shape, y.dtype).at[where].add(jnp.moveaxis(y, -1, axis + 1),
+                                                   out_sharding=out)
 
 
 tensor_fold_p = define_primitive("tensor_fold", family=FAMILY, operands=("y",),

@@ -2,9 +2,9 @@
 
 All of them are linear in x. Their transposes are again matrix-structure
 primitives, with no dense 0/1 matrix anywhere: tril and triu are their own
-transposes (masks), ``diagonal`` (a strided slice of the flattened matrix)
-and ``diag`` (the vector broadcast along the matrix and selected on the
-diagonal by an iota comparison) are each other's, and the
+transposes (masks), ``diagonal`` (a gather of the diagonal's entries, as
+jnp.diagonal) and ``diag`` (the vector broadcast along the matrix and
+selected on the diagonal by an iota comparison) are each other's, and the
 transpose of ``trace`` writes the cotangent along the diagonal (a broadcast
 and a ``diag``).
 """
@@ -18,7 +18,9 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.sharding import PartitionSpec
 
+from .. import _jax
 from .._jax import ShapedArray
 from ..core.args import int_param
 from ..core.meta import check_dtype, normalize_axis, op_name
@@ -36,11 +38,6 @@ FAMILY = "matrix"
 def diagonal_length(rows: int, cols: int, offset: int) -> int:
     """The number of entries of diagonal ``offset`` of a [rows, cols] matrix."""
     return max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
-
-
-def diagonal_start(cols: int, offset: int) -> int:
-    """The flat (row-major) position of the first entry of diagonal ``offset``."""
-    return offset if offset >= 0 else -offset * cols
 
 
 def _matrix_rank(op: str, x: Any, arg: str = "x") -> None:
@@ -76,15 +73,20 @@ def _rest(shape: tuple[int, ...], axis1: int, axis2: int) -> tuple[int, ...]:
 
 
 def diagonal_impl(x: Array, *, offset: int, axis1: int, axis2: int) -> Array:
-    """The diagonal as one strided slice of the flattened [rows, cols] matrix
-    (axis1, axis2 moved last first): entry i sits at ``start + i (cols + 1)``."""
+    """The diagonal gathered as ``jnp.diagonal`` does (axis1, axis2 moved
+    last, then ``x[..., i, i + offset]``): XLA partitions that gather over a
+    sharded matrix axis with no gather of x (the owners' entries summed into
+    place). Where x's type shards a matrix axis (Explicit mesh axes), the
+    result's sharding is given (the other axes', the diagonal's replicated),
+    which jax.numpy leaves ambiguous."""
     rows, cols = x.shape[axis1], x.shape[axis2]
+    spec = _jax.spec_of(x)
+    out = (None if spec[axis1] is None and spec[axis2] is None
+           else PartitionSpec(*_rest(spec, axis1, axis2), None))
     x = jnp.moveaxis(x, (axis1, axis2), (-2, -1))
-    flat = lax.reshape(x, x.shape[:-2] + (rows * cols,))
-    n = diagonal_length(rows, cols, offset)
-    start = min(diagonal_start(cols, offset), rows * cols) if n else 0
-    limit = start + (n - 1) * (cols + 1) + 1 if n else 0
-    return lax.slice_in_dim(flat, start, limit, stride=cols + 1, axis=flat.ndim - 1)
+    i = np.arange(diagonal_length(rows, cols, offset))
+    j = i + abs(offset)
+    return x.at[(..., i, j) if offset >= 0 else (..., j, i)].get(out_sharding=out)
 
 
 # ------------------------------------------------------------ tril / triu
@@ -178,9 +180,9 @@ def diagonal(x: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
     is negative), is the new last axis; ``out[..., i] = x[..., i, i + offset]``
     (for offset >= 0; ``x[..., i - offset, i]`` below the main diagonal).
 
-    Linear. Computed as one strided slice of the flattened matrix (no
-    gather); the transpose writes the cotangent back onto the diagonal of a
-    zero matrix (``diag``).
+    Linear. Computed as jnp.diagonal does (a gather of the diagonal's
+    entries only; ``diagonal_impl``); the transpose writes the cotangent back
+    onto the diagonal of a zero matrix (``diag``).
     """
     x = data_arg("diagonal", "x", x)
     a1, a2 = _two_axes("diagonal", x, axis1, axis2)
@@ -234,8 +236,8 @@ def diag(v: ArrayLike, k: int = 0) -> Array:
 
     Linear. Building the matrix is a broadcast of v selected where
     ``j - i == k`` (an iota comparison, as jnp.diag; no 0/1 matrix in
-    memory), whose transpose is the strided slice ``diagonal``; the 2-D case
-    is ``diagonal``, whose transpose is that select.
+    memory), whose transpose is ``diagonal``; the 2-D case is ``diagonal``,
+    whose transpose is that select.
     """
     v = data_arg("diag", "v", v)
     k = int_param("diag", "k", k)

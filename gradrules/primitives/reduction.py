@@ -33,7 +33,9 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import PartitionSpec
 
+from .. import _jax
 from .._jax import Primitive, ShapedArray
 from ..core.args import as_array, bool_param, number_param
 from ..core.meta import check_dtype, normalize_axes, op_name
@@ -333,6 +335,19 @@ def _moment_args(op: str, x: Any, axis: Axis, correction: Any, keepdims: bool
     return x, {**params, "correction": correction_param(op, correction)}
 
 
+def _first(x: Array, axes: tuple[int, ...]) -> Array:
+    """x's entries at index 0 of ``axes`` (kept, of size 1). Where x's type
+    shards a reduced axis (Explicit mesh axes), such a slice has no sharding
+    type; it is then placed by XLA as on Auto axes (the owners' entries
+    broadcast: an all-reduce of the result's size, never a gather of x)."""
+    index = tuple(slice(0, 1) if i in axes else slice(None) for i in range(x.ndim))
+    spec = _jax.spec_of(x)
+    if all(spec[a] is None for a in axes):
+        return x[index]
+    out = PartitionSpec(*(None if i in axes else s for i, s in enumerate(spec)))
+    return jax.sharding.auto_axes(lambda v: v[index], out_sharding=out)(x)
+
+
 def _moments(x: Array, axes: tuple[int, ...], correction: float, keepdims: bool
              ) -> tuple[Array, Array]:
     """``(var, mean)``: ``m = first + mean(x - first)`` (``first`` the slice's
@@ -344,7 +359,7 @@ def _moments(x: Array, axes: tuple[int, ...], correction: float, keepdims: bool
     n = math.prod(x.shape[a] for a in axes)
     m = jnp.mean(x, axes, keepdims=True)          # NaN over an empty slice
     if n:
-        first = x[tuple(slice(0, 1) if i in axes else slice(None) for i in range(x.ndim))]
+        first = _first(x, axes)
         m = first + jnp.mean(x - first, axes, keepdims=True)
     total = jnp.sum(jnp.square(x - m), axes, keepdims=keepdims)
     var = (total / jnp.asarray(n - correction, total.dtype) if n > correction

@@ -81,14 +81,11 @@ def _scan_reference(fn: Callable[..., Array], x: ArrayLike, *, axis: int,
 
 def _shift_in(y: Array, axis: int, reverse: bool, fill: Any) -> Array:
     """``y`` moved one step along the scan (``fill`` enters at the start):
-    the exclusive scan from the inclusive one."""
-    n = y.shape[axis]
-    if n == 0:
-        return y
-    edge = jnp.full(y.shape[:axis] + (1,) + y.shape[axis + 1:], fill, y.dtype)
-    if reverse:
-        return jnp.concatenate([lax.slice_in_dim(y, 1, n, axis=axis), edge], axis)
-    return jnp.concatenate([edge, lax.slice_in_dim(y, 0, n - 1, axis=axis)], axis)
+    the exclusive scan from the inclusive one. A pad by one at the start that
+    drops the last element, so the result keeps y's sharding."""
+    config = [(0, 0, 0)] * y.ndim
+    config[axis] = (-1, 1, 0) if reverse else (1, -1, 0)
+    return lax.pad(y, np.asarray(fill, y.dtype), config)
 
 
 # ----------------------------------------------------------------- cumsum

@@ -52,10 +52,17 @@ def _scatter_infer_meta(op: str, x: Any, index: Any, src: Any, *, axis: int,
     return ShapedArray(tuple(x.shape), dtype, weak_type=x.weak_type and src.weak_type)
 
 
-def along_axis_indices(index: Array, axis: int, n: int) -> tuple[Array, ...]:
-    """The full index tuple of ``x.at[...]`` for an index along ``axis``."""
-    return tuple(clip_index(index, n) if d == axis else
-                 lax.broadcasted_iota(index.dtype, index.shape, d) for d in range(index.ndim))
+def along_axis(scatter_op: Any, x: Array, index: Array, src: Array, axis: int) -> Array:
+    """``x`` with ``src`` scattered along ``axis`` at the (clipped) ``index``
+    by the lax scatter ``scatter_op`` (``lax.scatter_add``, ...): the other
+    axes are batching axes, as in the gather of ``jnp.take_along_axis`` (whose
+    transpose this is), so they keep the sharding of x, index and src."""
+    batch = tuple(d for d in range(x.ndim) if d != axis)
+    dnums = lax.ScatterDimensionNumbers(
+        update_window_dims=(), inserted_window_dims=(axis,), scatter_dims_to_operand_dims=(axis,),
+        operand_batching_dims=batch, scatter_indices_batching_dims=batch)
+    index = clip_index(index, x.shape[axis])[..., None]
+    return scatter_op(x, index, src, dnums, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def scatter_args(op: str, x: ArrayLike, index: ArrayLike, src: ArrayLike, axis: int
@@ -77,7 +84,7 @@ def dense_scatter(index: Array, src: Array, axis: int, n: int, fill: Any = 0.0) 
 
 # ------------------------------------------------------------ scatter_add
 def _scatter_add_impl(x: Array, index: Array, src: Array, *, axis: int) -> Array:
-    return x.at[along_axis_indices(index, axis, x.shape[axis])].add(src)
+    return along_axis(lax.scatter_add, x, index, src, axis)
 
 
 scatter_add_p = define_primitive("scatter_add", family=FAMILY, operands=("x", "index", "src"),
@@ -134,7 +141,16 @@ def last_wins(x: Array, idx: tuple[Array, ...], updates: Array) -> Array:
 
 
 def _scatter_impl(x: Array, index: Array, src: Array, *, axis: int) -> Array:
-    return last_wins(x, along_axis_indices(index, axis, x.shape[axis]), src)
+    """``last_wins`` along ``axis``: entries that hit one element share every
+    other coordinate, so the last in row-major order is the last along
+    ``axis``; the largest axis position scattered onto each element picks it."""
+    if index.size == 0:
+        return x
+    pos = lax.broadcasted_iota(position_dtype(index.shape[axis]), index.shape, axis,
+                               out_sharding=jax.typeof(index).sharding)
+    winner = along_axis(lax.scatter_max, lax.full_like(x, -1, pos.dtype), index, pos, axis)
+    picked = jnp.take_along_axis(src, jnp.maximum(winner, 0), axis=axis, mode="clip")
+    return jnp.where(winner >= 0, picked, x)
 
 
 scatter_p = define_primitive("scatter", family=FAMILY, operands=("x", "index", "src"),
@@ -185,18 +201,13 @@ LINEAR_REDUCE = ("sum", "mean")   # the reductions scatter_reduce is linear in (
 
 
 def _scatter_reduce_impl(x: Array, index: Array, src: Array, *, axis: int, reduce: str) -> Array:
-    at = x.at[along_axis_indices(index, axis, x.shape[axis])]
+    scatter_op = {"prod": lax.scatter_mul, "amax": lax.scatter_max, "amin": lax.scatter_min}
+    if reduce in scatter_op:
+        return along_axis(scatter_op[reduce], x, index, src, axis)
+    total = along_axis(lax.scatter_add, x, index, src, axis)
     if reduce == "sum":
-        return at.add(src)
-    if reduce == "prod":
-        return at.multiply(src)
-    if reduce == "amax":
-        return at.max(src)
-    if reduce == "amin":
-        return at.min(src)
-    count = jnp.zeros(x.shape, x.dtype).at[along_axis_indices(index, axis, x.shape[axis])].add(
-        jnp.ones((), x.dtype)) + 1
-    total = at.add(src)
+        return total
+    count = along_axis(lax.scatter_add, jnp.ones_like(x), index, jnp.ones_like(src), axis)
     return total / count if jnp.issubdtype(x.dtype, jnp.inexact) else lax.div(total, count)
 
 

@@ -12,6 +12,12 @@ included, is dropped. An empty segment holds the identity of the reduction:
 dtype's smallest / largest value on integers), as jax.ops gives.
 jax.ops' ``indices_are_sorted`` / ``unique_indices`` / ``bucket_size`` hints
 are not taken.
+
+The primitives take the ids in the form of a scatter's index array, shape
+``[n, 1]`` (the public functions add the axis), as jax.ops' scatter-add and
+the gather of its transpose do: the forward and the transpose then share one
+index array, through which XLA places a row-sharded data's cotangent as it
+places data.
 """
 
 from __future__ import annotations
@@ -51,11 +57,33 @@ def _check_ids(op: str, data: Any, ids: Any, data_name: str = "data") -> None:
                          f"{data_name} with shape {tuple(data.shape)}")
 
 
+def _check_index(op: str, ids: Any, rows: int | None = None) -> None:
+    """The ids of a primitive: an integer index array ``[n, 1]`` (n = rows)."""
+    check_dtype(op, "segment_ids", ids.dtype, "int")
+    if len(ids.shape) != 2 or ids.shape[1] != 1 or rows is not None and ids.shape[0] != rows:
+        want = f"({rows}, 1)" if rows is not None else "(n, 1)"
+        raise ValueError(f"{op_name(op)}: the primitive takes segment_ids with shape {want} "
+                         f"(a scatter index), got {tuple(ids.shape)}")
+
+
+def segment_index(ids: Any) -> Any:
+    """1-D ids ``[n]`` as the primitives take them: ``[n, 1]``."""
+    return expand_dims_p.bind(ids, axes=(1,))
+
+
+def _ids(index: Array) -> Array:
+    """The ``[n, 1]`` index as jax.ops takes the ids, ``[n]`` (its scatter
+    takes that index array back, reshaped: XLA places the two alike)."""
+    return jax.lax.squeeze(index, (1,))
+
+
 def _segment_meta(op: str, kind: str, data: Any, segment_ids: Any, *, num_segments: int
                   ) -> ShapedArray:
     """``(num_segments,) + data.shape[1:]``, data of dtype class ``kind``."""
     check_dtype(op, "data", data.dtype, kind)
-    _check_ids(op, data, segment_ids)
+    if len(data.shape) < 1:
+        raise ValueError(f"{op_name(op)}: data must have at least one axis, got a scalar")
+    _check_index(op, segment_ids, data.shape[0])
     return ShapedArray((num_segments,) + tuple(data.shape[1:]), data.dtype,
                        weak_type=data.weak_type)
 
@@ -78,11 +106,12 @@ def _define(name: str, kind: str, impl: Callable[..., Array]) -> Any:
 
 
 def segment_counts(segment_ids: Any, num_segments: int, like: Any) -> Any:
-    """The number of rows of each segment, in the dtype of ``like`` and shaped
+    """The number of rows of each segment (``segment_ids`` ``[n, 1]``, as the
+    primitives take them), in the dtype of ``like`` and shaped
     to broadcast against it (``(num_segments, 1, ...)``), at least 1 (so an
     empty segment divides by 1): gradrules ops."""
     aval = aval_of(like)
-    ones = np.ones(np.shape(segment_ids), aval.dtype)
+    ones = np.ones(np.shape(segment_ids)[:1], aval.dtype)
     count = maximum(segment_sum_p.bind(ones, segment_ids, num_segments=num_segments), 1.0)
     extra = len(aval.shape) - 1
     return expand_dims_p.bind(count, axes=tuple(range(1, 1 + extra))) if extra else count
@@ -90,7 +119,7 @@ def segment_counts(segment_ids: Any, num_segments: int, like: Any) -> Any:
 
 # -------------------------------------------------------------- segment_sum
 def _segment_sum_impl(data: Array, segment_ids: Array, *, num_segments: int) -> Array:
-    return jax.ops.segment_sum(data, segment_ids, num_segments)
+    return jax.ops.segment_sum(data, _ids(segment_ids), num_segments)
 
 
 segment_sum_p = _define("segment_sum", "numeric", _segment_sum_impl)
@@ -105,7 +134,7 @@ def segment_sum(data: ArrayLike, segment_ids: ArrayLike, *, num_segments: int) -
     row), whose transpose is segment_sum again.
     """
     data, ids, n = _segment_args("segment_sum", data, segment_ids, num_segments, "numeric")
-    return segment_sum_p.bind(data, ids, num_segments=n)
+    return segment_sum_p.bind(data, segment_index(ids), num_segments=n)
 
 
 def _segment_sum_reference(data: ArrayLike, segment_ids: ArrayLike, *, num_segments: int
@@ -117,22 +146,25 @@ def _segment_sum_reference(data: ArrayLike, segment_ids: ArrayLike, *, num_segme
 def _segment_take_meta(x: Any, segment_ids: Any) -> ShapedArray:
     op = "segment_take"
     check_dtype(op, "x", x.dtype, "numeric")
-    check_dtype(op, "segment_ids", segment_ids.dtype, "int")
-    if len(x.shape) < 1 or len(segment_ids.shape) != 1:
-        raise ValueError(f"{op_name(op)}: x must have an axis of segments and segment_ids "
-                         f"must be 1-D, got x with shape {tuple(x.shape)} and segment_ids "
-                         f"with shape {tuple(segment_ids.shape)}")
-    return ShapedArray(tuple(segment_ids.shape) + tuple(x.shape[1:]), x.dtype,
+    if len(x.shape) < 1:
+        raise ValueError(f"{op_name(op)}: x must have an axis of segments, got a scalar")
+    _check_index(op, segment_ids)
+    return ShapedArray(tuple(segment_ids.shape[:1]) + tuple(x.shape[1:]), x.dtype,
                        weak_type=x.weak_type)
 
 
 def _segment_take_impl(x: Array, segment_ids: Array) -> Array:
     n = x.shape[0]
-    shape = segment_ids.shape + x.shape[1:]
+    shape = segment_ids.shape[:1] + x.shape[1:]
     if n == 0:
         return jnp.zeros(shape, x.dtype)
-    ids = jnp.where(segment_ids < 0, n, segment_ids)        # out of range: filled with 0
-    return jnp.take(x, ids, axis=0, mode="fill", fill_value=0)
+    # The gather of jax.ops.segment_sum's transpose (its index, dimension
+    # numbers and mode): out-of-range rows, negative ids included, filled
+    # with 0.
+    dnums = jax.lax.GatherDimensionNumbers(offset_dims=tuple(range(1, x.ndim)),
+                                           collapsed_slice_dims=(0,), start_index_map=(0,))
+    return jax.lax.gather(x, segment_ids, dnums, (1,) + x.shape[1:],
+                          mode=jax.lax.GatherScatterMode.FILL_OR_DROP, fill_value=0)
 
 
 segment_take_p = define_primitive("segment_take", family=FAMILY, operands=("x", "segment_ids"),
@@ -146,11 +178,11 @@ register_op(OpDef(name="segment_sum", family=FAMILY, fn=segment_sum,
 
 # ------------------------------------------------------ segment_max and min
 def _segment_max_impl(data: Array, segment_ids: Array, *, num_segments: int) -> Array:
-    return jax.ops.segment_max(data, segment_ids, num_segments)
+    return jax.ops.segment_max(data, _ids(segment_ids), num_segments)
 
 
 def _segment_min_impl(data: Array, segment_ids: Array, *, num_segments: int) -> Array:
-    return jax.ops.segment_min(data, segment_ids, num_segments)
+    return jax.ops.segment_min(data, _ids(segment_ids), num_segments)
 
 
 segment_max_p = _define("segment_max", "numeric", _segment_max_impl)
@@ -168,7 +200,7 @@ def segment_max(data: ArrayLike, segment_ids: ArrayLike, *, num_segments: int) -
     is 0.
     """
     data, ids, n = _segment_args("segment_max", data, segment_ids, num_segments, "numeric")
-    return segment_max_p.bind(data, ids, num_segments=n)
+    return segment_max_p.bind(data, segment_index(ids), num_segments=n)
 
 
 def segment_min(data: ArrayLike, segment_ids: ArrayLike, *, num_segments: int) -> Array:
@@ -177,7 +209,7 @@ def segment_min(data: ArrayLike, segment_ids: ArrayLike, *, num_segments: int) -
     out-of-range ids dropped. The derivative as ``segment_max``'s: ties share
     the gradient evenly."""
     data, ids, n = _segment_args("segment_min", data, segment_ids, num_segments, "numeric")
-    return segment_min_p.bind(data, ids, num_segments=n)
+    return segment_min_p.bind(data, segment_index(ids), num_segments=n)
 
 
 def _segment_max_reference(data: ArrayLike, segment_ids: ArrayLike, *, num_segments: int
@@ -206,8 +238,11 @@ def _mean_counts(segment_ids: Array, num_segments: int, ndim: int, dtype: Any) -
 
 
 def _segment_mean_impl(data: Array, segment_ids: Array, *, num_segments: int) -> Array:
-    total = jax.ops.segment_sum(data, segment_ids, num_segments)
-    return total / _mean_counts(segment_ids, num_segments, data.ndim, data.dtype)
+    total = _segment_sum_impl(data, segment_ids, num_segments=num_segments)
+    count = _segment_sum_impl(jnp.ones(segment_ids.shape[:1], data.dtype), segment_ids,
+                              num_segments=num_segments)
+    shape = (num_segments,) + (1,) * (data.ndim - 1)
+    return total / jnp.maximum(count, 1).reshape(shape)
 
 
 segment_mean_p = _define("segment_mean", "float", _segment_mean_impl)
@@ -222,7 +257,7 @@ def segment_mean(data: ArrayLike, segment_ids: ArrayLike, *, num_segments: int) 
     Linear in data; the transpose is ``segment_take(ct / count, segment_ids)``.
     """
     data, ids, n = _segment_args("segment_mean", data, segment_ids, num_segments, "float")
-    return segment_mean_p.bind(data, ids, num_segments=n)
+    return segment_mean_p.bind(data, segment_index(ids), num_segments=n)
 
 
 def _segment_mean_reference(data: ArrayLike, segment_ids: ArrayLike, *, num_segments: int

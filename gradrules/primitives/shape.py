@@ -30,7 +30,9 @@ def _aval_like(op: str, x: Any, shape: tuple[int, ...]) -> ShapedArray:
 
 
 def _array(op: str, x: Any) -> Any:
+    """x as an array of a real dtype (a TypeError naming ``op`` otherwise)."""
     x = as_array(op, "x", x)
+    check_dtype(op, "x", jnp.result_type(x), "any")
     return jnp.asarray(x) if isinstance(x, (bool, int, float, np.generic)) else x
 
 

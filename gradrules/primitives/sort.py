@@ -59,7 +59,7 @@ def _sort_impl(x: Array, *, axis: int, descending: bool, index_dtype: np.dtype
     """One stable key-value sort of (x, iota): the sorted keys are the
     values. Descending: x and iota reversed, sorted, reversed back, so equal
     elements keep their order (as jnp.argsort)."""
-    iota = lax.broadcasted_iota(index_dtype, x.shape, axis)
+    iota = lax.broadcasted_iota(index_dtype, x.shape, axis, out_sharding=jax.typeof(x).sharding)
     if descending:
         x, iota = lax.rev(x, (axis,)), lax.rev(iota, (axis,))
     values, idx = lax.sort_key_val(x, iota, dimension=axis, is_stable=True)

@@ -1,8 +1,8 @@
 """Rules of the matrix family. Every primitive here is linear in x: the JVP
 binds it on the tangent (``linear_jvp``) and the transposes are matrix
 primitives again: tril and triu are masks, their own transposes; diagonal
-(a strided slice) and diag (a broadcast selected on the diagonal) are each
-other's; trace's writes the broadcast cotangent along the diagonal with
+(a gather of the diagonal) and diag (a broadcast selected on the diagonal)
+are each other's; trace's writes the broadcast cotangent along the diagonal with
 ``diag``. Batching moves the batch axis to the front (axis params shifted by one) and
 binds the primitive once."""
 
@@ -56,7 +56,7 @@ register_rules(diagonal_p, linear=("x",), jvp=partial(linear_jvp, diagonal_p),
 # -------------------------------------------------------------------- diag
 def _diag_transpose(ct: Cotangent, v: MaybeUndefined, *, offset: int, rows: int,
                     cols: int) -> list[Any]:
-    """The diagonal of ct (a strided slice)."""
+    """The diagonal of ct (``diagonal``)."""
     nd = len(aval_of(ct).shape)
     return [diagonal_p.bind(ct, offset=offset, axis1=nd - 2, axis2=nd - 1)]
 

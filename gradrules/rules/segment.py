@@ -4,7 +4,8 @@ segment_sum and segment_take are linear in their data and each other's
 transpose; segment_mean is linear, its transpose segment_take of the
 cotangent over the counts; segment_max / segment_min send each segment's
 tangent to its maximal (minimal) rows, ties sharing it evenly, as the max
-reduction does. Batching: with unbatched ids the batch axis goes next to the
+reduction does. The ids are the primitives' ``[n, 1]`` index arrays, and
+a transpose takes the forward's (one index array for both). Batching: with unbatched ids the batch axis goes next to the
 segment axis; with batched ids the batch is folded into the segment axis (the
 ids of batch b offset by b * num_segments, out-of-range ids sent past the
 end so they stay dropped) and the primitive is bound once.
@@ -36,15 +37,16 @@ from ._common import batch_size, bdim_to_front, linear_jvp
 
 # batching ----------------------------------------------------------------------
 def _offset_ids(ids: Any, size: int, n: int) -> Any:
-    """Batched ids ``[size, k]`` as ids into ``size * n`` folded segments: id
-    + b n for batch b; out-of-range ids become the dtype's largest value (past
-    the ``size * n`` segments, so still dropped; ``size`` may be symbolic)."""
+    """Batched ids ``[size, k, 1]`` as ids ``[size * k, 1]`` into ``size * n``
+    folded segments: id + b n for batch b; out-of-range ids become the
+    dtype's largest value (past the ``size * n`` segments, so still dropped;
+    ``size`` may be symbolic)."""
     dtype = aval_of(ids).dtype
     valid = logical_and(ge(ids, 0), lt(ids, n))
     offsets = reshape_p.bind(multiply(iota(dtype, size), np.asarray(n, dtype)),
-                             new_sizes=(size, 1))
+                             new_sizes=(size, 1, 1))
     folded = where(valid, add(ids, offsets), np.asarray(np.iinfo(dtype).max, dtype))
-    return reshape_p.bind(folded, new_sizes=(size * np.shape(ids)[1],))
+    return reshape_p.bind(folded, new_sizes=(size * np.shape(ids)[1], 1))
 
 
 def _fold(x: Any) -> Any:
@@ -72,7 +74,7 @@ def _segment_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim
 
 
 def _segment_take_batch(args: Sequence[Any], dims: Sequence[BatchDim]) -> BatchResult:
-    """segment_take ``(x [n, ...], ids [k]) -> [k, ...]``."""
+    """segment_take ``(x [n, ...], ids [k, 1]) -> [k, ...]``."""
     (x, ids), (dx, di) = args, dims
     if di is None:
         return segment_take_p.bind(moveaxis(x, dx, 1), ids), 1

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+import jax
+
 from ...core.families import FAMILIES as FAMILY_MODULES
 from ...core.registry import get_op
 
@@ -180,3 +182,15 @@ def samples_for(name: str) -> list[Sample]:
     info = opinfo(name)
     seed = int.from_bytes(name.encode()[:8].ljust(8, b"\0"), "little") % (2**32)
     return info.samples(np.random.default_rng(seed))
+
+
+def largest_sample(name: str) -> Sample | None:
+    """The op's sample call with the most elements and no empty operand (of
+    an op without array operands, arange or zeros: its first sample)."""
+    best, size = None, -1
+    for sample in samples_for(name):
+        arrays = [np.asarray(a) for a in jax.tree_util.tree_leaves(sample.args)
+                  if isinstance(a, np.ndarray)]
+        if all(a.size for a in arrays) and sum(a.size for a in arrays) > size:
+            best, size = sample, sum(a.size for a in arrays)
+    return best
