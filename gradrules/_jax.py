@@ -45,8 +45,8 @@ __all__ = [
     "is_zero", "iter_eqns", "jaxpr_primitives", "mesh_of", "new_primitive",
     "optional_string_config_state", "register_abstract_eval", "register_batch",
     "register_jvp", "register_lowering", "register_transpose", "registered_rules",
-    "set_config", "spec_of", "traced_shardings", "transpose_like_primal", "with_explicit_shardings",
-    "with_varying_axes", "zero_cotangent", "zero_tangent",
+    "set_config", "spec_of", "traced_shardings", "transpose_like_primal",
+    "with_explicit_shardings", "with_varying_axes", "zero_cotangent", "zero_tangent",
 ]
 
 Zero = _ad.Zero

@@ -2,21 +2,22 @@
 reference: the sharding walk of the test suite (tests/_sharded.py runs it
 on 8 simulated CPU devices).
 
-For an op, ``walk_op(name, mesh)`` takes its largest sample in float32,
-doubles the leading axis of every operand longer than 1 (so that it splits
-over a 2-device ``data`` axis), shards that axis of the first operand and of
-the operands aligned with it over ``data`` and, jitted
-on ``mesh`` (Explicit or Auto axes), computes the forward and the gradient
-of ``sum(w * out)`` in its float operands (one program; the weights ``w``
-are arguments, sharded over ``data`` where their leading axis is the first
-operand's), of the gradrules op
-and of its reference. It reports (``MeshRow``) the largest difference from the
-unsharded values, the output and gradient shardings of both (on Explicit
-axes the types' partition specs, on Auto axes what XLA placed), and the
-all-gathers and all-to-alls in the compiled programs. Where the reference
-raises (a ``ShardingTypeError``: an ambiguous sharding; or a limit of
-JAX's), the op may raise the same error or place its results (a fused op
-runs in ``shard_map``). ``MeshRow.problems`` says what falls short.
+For an op, ``walk_op(name, meshes)`` takes its largest sample in float32
+and doubles the leading axis of every operand longer than 1 (so that it
+splits over a 2-device ``data`` axis). On each mesh (Explicit or Auto axes)
+it shards that axis of the first operand, and of the operands aligned with
+it, over ``data``; then, jitted, it computes the forward and the gradient of
+``sum(w * out)`` in the float operands, in one program, for the gradrules op
+and for its reference. The weights ``w`` are arguments, sharded over
+``data`` where their leading axis is the first operand's. It reports
+(``MeshRow``) the largest difference from the unsharded values, the output
+and gradient shardings of both (on Explicit axes the types' partition
+specs, on Auto axes what XLA placed), and the all-gathers and all-to-alls in
+the compiled programs. Where the reference raises (a ``ShardingTypeError``:
+an ambiguous sharding; or a limit of JAX's), the op may raise the same error
+or place its results (a fused op runs in ``shard_map``).
+``MeshRow.problems`` says what falls short. ``walk`` leaves out the ops
+made for a ``shard_map`` of their own (``OpInfo.call``).
 """
 
 from __future__ import annotations
