@@ -1,5 +1,5 @@
-"""Run by tests/test_sharding.py in a process of its own, with 8 simulated
-CPU devices. For each case of ``CASES`` and each mesh axis type (Explicit,
+"""Run by tests/test_sharding.py in processes of its own (one per job of
+``JOBS``, given as the argument), with 8 simulated CPU devices. For each case of ``CASES`` and each mesh axis type (Explicit,
 and Auto with ``gradrules.config.batch_axes`` / ``head_axes``), the jitted
 ``value_and_grad`` of the case's loss under kernel "interpret" with the
 operands sharded as the case says, against the unsharded run. Prints one
@@ -36,6 +36,7 @@ from jax.sharding import AxisType, NamedSharding, PartitionSpec as P  # noqa: E4
 import gradrules  # noqa: E402
 from gradrules.testing.check import CHECKS  # noqa: E402
 from gradrules.testing.mesh import walk  # noqa: E402
+from gradrules.testing.samples import table  # noqa: E402
 from gradrules.pallas.loss import BlockSizes as LossBlocks  # noqa: E402
 from gradrules.pallas.softmax import BlockSizes as SoftmaxBlocks  # noqa: E402
 
@@ -199,13 +200,25 @@ def _row(name: str, ref: Any, got: Any, hlo: str) -> dict:
             "grad_spec": str(got[1][0].sharding.spec)}
 
 
-if __name__ == "__main__":
-    for name in sys.argv[1:] or CASES:
+def run_kernels() -> None:
+    for name in CASES:
         for axis_type in (AxisType.Explicit, AxisType.Auto):
             print(json.dumps(run(name, axis_type)), flush=True)
     print(json.dumps(run_user_shard_map()), flush=True)
     print(json.dumps(run_c_embedding()), flush=True)
     print(json.dumps(run_vocab_parallel_check()), flush=True)
-    for row in walk():
+
+
+def run_walk(part: int, parts: int = 2) -> None:
+    """The walk of every ``parts``-th op of the table, from the ``part``-th."""
+    for row in walk(sorted(table())[part::parts]):
         print(json.dumps({"case": f"table-{row.name}-{row.axis_type}", **row.as_dict()}),
               flush=True)
+
+
+JOBS = {"kernels": run_kernels, "walk-0": lambda: run_walk(0), "walk-1": lambda: run_walk(1)}
+
+if __name__ == "__main__":
+    # a job of JOBS (tests/_jobs.py runs them side by side), or all of them
+    for job in sys.argv[1:] or JOBS:
+        JOBS[job]()

@@ -11,7 +11,9 @@ costs far more than running them, so the run:
   and removed at its end, so no run reuses an earlier one's programs;
 - compiles without LLVM's optimisation passes
   (``--xla_backend_optimization_level=0``): the same HLO, the same
-  numerics, less time in the backend.
+  numerics, less time in the backend;
+- starts the 8-device sharding script's jobs in the background at its
+  beginning when it includes test_sharding.py (``_jobs.py``).
 """
 
 from __future__ import annotations
@@ -33,9 +35,36 @@ if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
 
 import jax  # noqa: E402  (after the environment above)
 
+import _jobs  # noqa: E402
+
 jax.config.update("jax_enable_x64", True)
+
+
+def pytest_configure(config):
+    # the 8-device sharding script's jobs, started before the xdist workers
+    # (who inherit $GRADRULES_TEST_JOBS) by the first pytest process only
+    if not hasattr(config, "workerinput") and _jobs.runs_sharding(config.args, config.rootpath):
+        _jobs.start()
+
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):
+        _jobs.stop()
 
 
 def pytest_sessionfinish(session, exitstatus):
     if _OWN_CACHE:
         shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
+
+
+# Hypothesis profiles of tests/test_fuzz.py (``--hypothesis-profile=NAME``,
+# hypothesis's own pytest option): ``ci``, the default, a fixed example per
+# op (derandomized: every run draws the same) within the suite's time
+# budget; ``long`` for release checks, 10,000 examples per op.
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+_FUZZ = dict(deadline=None, database=None, print_blob=True,
+             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("ci", max_examples=1, derandomize=True, **_FUZZ)
+settings.register_profile("long", max_examples=10_000, **_FUZZ)
+settings.load_profile("ci")

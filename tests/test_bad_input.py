@@ -1,57 +1,333 @@
-"""Bad input, op by op: every op of the sample table, given a complex array,
-a string or None where its first array operand goes, raises a TypeError or
-ValueError at trace time whose message names the op, eagerly and under
-``jax.jit``. (An op made for ``shard_map`` (``OpInfo.call``) is called as it
-is with the axis name its wrapper binds: it checks its operands first.)"""
+"""Bad input, argument by argument: every op of the sample table, called with
+one argument of one of its sample calls replaced by a bad value, raises a
+TypeError or ValueError at trace time whose message names the op
+(``gradrules.<op>``) and the argument (its name in the signature), eagerly
+and under ``jax.jit`` (``jax.eval_shape``, the arrays abstract).
+
+What replaces an argument, and what the call must then do (``error``: raise
+naming the op and the argument; ``as reference``: where the op's jax.numpy
+reference raises, an error naming the op and an argument of the call; where
+it accepts, the reference's output shapes, or an error naming the op and an
+argument of the call: a contract stricter than jax.numpy's):
+
+- each array operand of the op's largest sample, and each array keyword of
+  any sample: a complex array, a string, None (unless the parameter
+  defaults to None): error. An integer or a bool array where the sample
+  has floats: error when the op's ``OpInfo.dtypes`` (the dtypes it
+  supports) holds no integer dtype, else a valid call or an error. A
+  floating array where the sample has integers or bools (indices, labels,
+  keys, masks): error. One more element on the last axis, one axis fewer,
+  one axis more: as reference.
+- each other argument of those calls (a keyword of any sample, or a
+  positional argument that is not an array), by its value in the sample
+  and its annotation in the signature: a string for a bool, an int, a
+  float or a sequence; a float for an int; a list for an int or a float
+  (the annotation allows no sequence); None (the annotation allows no
+  None); an unknown string choice; a string for a dtype: error. An axis
+  set to ndim or -ndim - 1, another int set to -3 or 0, floats in a
+  sequence of ints, an int for a string annotated ``Any``: as reference.
+
+An op made for ``shard_map`` (``OpInfo.call``) is called inside one, over a
+mesh of one device, with the axis name its wrapper binds.
+"""
 
 from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pytest
 
 import jax
+from jax.sharding import AxisType, PartitionSpec
 
 from gradrules.core.registry import OPS
-from gradrules.testing.samples import largest_sample, opinfo, table
+from gradrules.testing.samples import Sample, opinfo, samples_for, table
 from gradrules.testing.samples.parallel import AXIS
 
-BAD = {"complex": lambda a: a.astype(np.complex64), "string": lambda a: "abc",
-       "none": lambda a: None}
+ERROR, AS_REFERENCE, VALID_OR_ERROR = "error", "as reference", "valid or error"
 
 
-def _calls(name):
-    """The op's largest sample with its first array operand replaced, per
-    kind of bad value."""
-    sample = largest_sample(name)
-    if sample is None:
-        return []
-    first = next((i for i, a in enumerate(sample.args) if isinstance(a, np.ndarray)), None)
-    if first is None:
-        return []
-    kwargs = dict(sample.kwargs, **({"axis_name": AXIS} if opinfo(name).call else {}))
-    calls = []
-    for kind, bad in BAD.items():
-        args = list(sample.args)
-        args[first] = bad(args[first])
-        calls.append((kind, args, kwargs))
-    return calls
+@dataclass
+class BadCall:
+    """One call of ``op`` with ``arg`` replaced (``kind`` says by what)."""
+
+    op: str
+    arg: str
+    kind: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    expect: str
+    given: tuple[str, ...]         # the arguments of the call, by name
+
+    def __str__(self) -> str:
+        return f"{self.op}({self.arg}: {self.kind})"
 
 
-@pytest.mark.parametrize("mode", ["eager", "jit"])
-def test_every_op_names_itself_for_a_bad_operand(mode):
-    unclear = {}
-    for name in table():
-        fn = OPS[name].fn
-        for kind, args, kwargs in _calls(name):
-            call = (lambda: fn(*args, **kwargs)) if mode == "eager" else \
-                (lambda: jax.eval_shape(lambda: fn(*args, **kwargs)))
-            try:
-                call()
-            except (TypeError, ValueError) as exc:
-                if f"gradrules.{name}" not in str(exc):
-                    unclear[name, kind] = f"{type(exc).__name__}: {exc}"[:200]
-            except Exception as exc:   # noqa: BLE001  (a crash, not a clear error)
-                unclear[name, kind] = f"{type(exc).__name__}: {exc}"[:200]
+def _nonempty(sample: Sample) -> bool:
+    return all(np.size(a) for a in jax.tree_util.tree_leaves((sample.args, sample.kwargs))
+               if isinstance(a, np.ndarray))
+
+
+def _size(sample: Sample) -> int:
+    return sum(a.size for a in jax.tree_util.tree_leaves((sample.args, sample.kwargs))
+               if isinstance(a, np.ndarray))
+
+
+def _positional_names(name: str, sample: Sample) -> list[str]:
+    """The signature's name of each positional argument of ``sample`` (the
+    manifest's operand names for an op that takes ``*args`` alone)."""
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+             inspect.Parameter.VAR_POSITIONAL)
+    params = [p for p in inspect.signature(OPS[name].fn).parameters.values() if p.kind in kinds]
+    if len(params) == 1 and params[0].kind is inspect.Parameter.VAR_POSITIONAL:
+        return [o.lstrip("*") for o in OPS[name].operands][:len(sample.args)]
+    return [params[min(i, len(params) - 1)].name for i in range(len(sample.args))]
+
+
+def _int_ok(name: str) -> bool:
+    """Whether the op supports integer operands (``OpInfo.dtypes``)."""
+    return any(np.dtype(d).kind in "iu" for d in opinfo(name).dtypes or ())
+
+
+def _array_replacements(name: str, param: inspect.Parameter | None, a: np.ndarray
+                        ) -> list[tuple[str, Any, str]]:
+    out = [("complex", a.astype(np.complex64), ERROR), ("string", "abc", ERROR)]
+    if param is None or param.default is not None:
+        out.append(("None", None, ERROR))
+    if a.dtype.kind == "f":
+        maybe = VALID_OR_ERROR if _int_ok(name) else ERROR
+        out += [("int32", np.rint(3 * np.where(np.isfinite(a), a, 0)).astype(np.int32), maybe),
+                ("bool", a > 0, maybe)]
+    else:
+        out.append(("float32", a.astype(np.float32), ERROR))
+    if a.ndim:
+        out += [("last axis + 1", np.resize(a, a.shape[:-1] + (a.shape[-1] + 1,)), AS_REFERENCE),
+                ("one axis fewer", a[0], AS_REFERENCE)]
+    out.append(("one axis more", np.stack([a, a]), AS_REFERENCE))
+    return out
+
+
+def _allows(annotation: Any, *words: str) -> bool:
+    text = str(annotation)
+    return any(w in text for w in words + ("Any",))
+
+
+def _floats(v: Any) -> Any:
+    """``v`` with every int in it (at any depth of nesting) plus 0.5."""
+    if isinstance(v, (list, tuple)):
+        return [_floats(x) for x in v]
+    return v + 0.5 if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+def _is_axis(arg: str) -> bool:
+    return arg.startswith("axis") or arg in ("source", "destination")
+
+
+def _static_replacements(arg: str, param: inspect.Parameter | None, v: Any, ndim: int
+                         ) -> list[tuple[str, Any, str]]:
+    ann = param.annotation if param is not None else "Any"
+    out = []
+    if v is not None and param is not None and param.default is not None \
+            and not _allows(ann, "None", "Axis"):
+        out.append(("None", None, ERROR))
+    if isinstance(v, (bool, np.bool_)):
+        out.append(("string", "abc", ERROR))
+    elif isinstance(v, (int, np.integer)):
+        out.append(("string", "abc", ERROR))
+        if not _allows(ann, "float"):
+            out.append(("float", float(v) + 0.5, ERROR))
+        if not _allows(ann, "Sequence", "tuple", "Axis"):
+            out.append(("list", [v], ERROR))
+        if _is_axis(arg):
+            out += [("ndim", ndim, AS_REFERENCE), ("-ndim - 1", -ndim - 1, AS_REFERENCE)]
+        else:
+            out += [("-3", -3, AS_REFERENCE)] + ([("0", 0, AS_REFERENCE)] if v else [])
+    elif isinstance(v, float):
+        out += [("string", "abc", ERROR), ("list", [v], ERROR)]
+    elif isinstance(v, str):
+        out += [("unknown choice", "abcz", ERROR),
+                ("int", 3, AS_REFERENCE if _allows(ann) else ERROR)]
+    elif isinstance(v, (tuple, list)):
+        out += [("strings", ["abc"] * len(v), ERROR), ("floats", _floats(v), AS_REFERENCE)]
+    elif isinstance(v, type) or isinstance(v, np.dtype):
+        out.append(("string", "float33", ERROR))
+    return out
+
+
+def _replace(sample: Sample, where: tuple[Any, ...], value: Any
+             ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``sample``'s arguments with the one at ``where`` (a position, a
+    position and an index into a list, or a keyword) replaced."""
+    args, kwargs = list(sample.args), dict(sample.kwargs)
+    if isinstance(where[0], str):
+        kwargs[where[0]] = value
+    elif len(where) == 2:
+        seq = list(args[where[0]])
+        seq[where[1]] = value
+        args[where[0]] = type(args[where[0]])(seq)
+    else:
+        args[where[0]] = value
+    return tuple(args), kwargs
+
+
+def _slots(name: str, sample: Sample, kwargs_only: bool) -> list[tuple[str, tuple[Any, ...], Any]]:
+    """(argument name, where, value) of each argument of ``sample``: its
+    array operands (one entry per array in a list of arrays) and its other
+    arguments; only the keywords where ``kwargs_only``."""
+    out = []
+    if not kwargs_only:
+        for i, (arg, a) in enumerate(zip(_positional_names(name, sample), sample.args)):
+            if isinstance(a, (list, tuple)) and any(isinstance(b, np.ndarray) for b in a):
+                out += [(arg, (i, j), b) for j, b in enumerate(a) if isinstance(b, np.ndarray)]
             else:
-                unclear[name, kind] = "no error"
-    assert not unclear, "\n".join(f"{k}: {v}" for k, v in unclear.items())
+                out.append((arg, (i,), a))
+    out += [(k, (k,), v) for k, v in sample.kwargs.items()]
+    return out
+
+
+@lru_cache(maxsize=None)
+def bad_calls() -> tuple[BadCall, ...]:
+    """Every bad call of every op of the table (see the module docstring)."""
+    calls = []
+    for name in table():
+        samples = sorted((s for s in samples_for(name) if _nonempty(s)), key=_size,
+                         reverse=True)
+        params = inspect.signature(OPS[name].fn).parameters
+        done: set[str] = set()        # the keywords replaced so far
+        for n, sample in enumerate(samples):
+            given = tuple(_positional_names(name, sample)) + tuple(sample.kwargs)
+            first = next((a for a in jax.tree_util.tree_leaves(sample.args)
+                          if isinstance(a, np.ndarray)), np.zeros(()))
+            for arg, where, value in _slots(name, sample, kwargs_only=n > 0):
+                if isinstance(where[0], str):
+                    if arg in done:
+                        continue
+                    done.add(arg)
+                param = params.get(arg)
+                reps = (_array_replacements(name, param, value) if isinstance(value, np.ndarray)
+                        else _static_replacements(arg, param, value, first.ndim))
+                for kind, bad, expect in reps:
+                    args, kwargs = _replace(sample, where, bad)
+                    calls.append(BadCall(name, arg, kind, args, kwargs, expect, given))
+    return tuple(calls)
+
+
+# ------------------------------------------------------------ calling an op
+_MESH: list[Any] = []
+
+
+def _callable(name: str) -> Any:
+    """The op's public function; an op made for ``shard_map`` inside one
+    over a mesh of one device (the axis ``AXIS``)."""
+    fn = OPS[name].fn
+    if opinfo(name).call is None:
+        return fn
+    if not _MESH:
+        _MESH.append(jax.make_mesh((1,), (AXIS,), axis_types=(AxisType.Explicit,),
+                                   devices=jax.devices()[:1]))
+
+    def in_shard_map(*args: Any, **kwargs: Any) -> Any:
+        return jax.shard_map(lambda: fn(*args, axis_name=AXIS, **kwargs), mesh=_MESH[0],
+                             in_specs=(), out_specs=PartitionSpec(), check_vma=False)()
+    return in_shard_map
+
+
+def _abstract(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``jax.eval_shape`` of ``fn(*args, **kwargs)`` with every numpy array
+    of the arguments abstract (as under ``jax.jit``), the rest static."""
+    leaves, tree = jax.tree_util.tree_flatten((args, kwargs),
+                                              is_leaf=lambda a: isinstance(a, np.ndarray))
+    arrays = [a for a in leaves if isinstance(a, np.ndarray)]
+
+    def call(*dynamic: Any) -> Any:
+        it = iter(dynamic)
+        a, k = jax.tree_util.tree_unflatten(
+            tree, [next(it) if isinstance(x, np.ndarray) else x for x in leaves])
+        return fn(*a, **k)
+    return jax.eval_shape(call, *arrays)
+
+
+def _outcome(fn: Any, call: BadCall, eager: bool) -> tuple[str, Any]:
+    """("ok", the result's shapes) or ("error"/"crash", the exception)."""
+    try:
+        out = fn(*call.args, **call.kwargs) if eager else _abstract(fn, call.args, call.kwargs)
+    except (TypeError, ValueError) as exc:
+        return "error", exc
+    except Exception as exc:   # noqa: BLE001  (a crash, not a clear error)
+        return "crash", exc
+    return "ok", [tuple(np.shape(o)) for o in jax.tree_util.tree_leaves(out)]
+
+
+def _names(message: str, op: str, args: tuple[str, ...]) -> bool:
+    """Whether ``message`` names the op and one of ``args`` (as a word)."""
+    prefix = f"gradrules.{op}"
+    if prefix not in message:
+        return False
+    rest = message.replace(prefix, "")
+    return any(re.search(rf"(?<![\w.]){re.escape(a)}(?!\w)", rest) for a in args)
+
+
+def _problem(call: BadCall, status: str, got: Any, reference: tuple[str, Any] | None
+             ) -> str | None:
+    """What is wrong with the outcome of ``call`` (None: nothing);
+    ``reference``: the outcome of the op's reference on it, where the
+    expectation is ``AS_REFERENCE`` and the op gave a result."""
+    if status == "ok":
+        if call.expect == VALID_OR_ERROR or reference is not None and reference == ("ok", got):
+            return None
+        if reference is not None and reference[0] == "ok":
+            return f"shapes {got}, the reference gives {reference[1]}"
+        return f"no error (gives shapes {got})"
+    text = f"{type(got).__name__}: {got}"[:300]
+    if status == "crash":
+        return text
+    # an error where the reference may accept the call: a stricter contract,
+    # which may name another argument of the call (a shape must agree with it)
+    args = (call.arg,) if call.expect != AS_REFERENCE else (call.arg, *call.given)
+    return None if _names(str(got), call.op, args) else f"does not name {' or '.join(args)}: {text}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_traceback_filtering():
+    """JAX filters the traceback of every exception raised under a
+    transform; hundreds of expected errors cost seconds that way."""
+    before = jax.config.jax_traceback_filtering
+    jax.config.update("jax_traceback_filtering", "off")
+    yield
+    jax.config.update("jax_traceback_filtering", before)
+
+
+def test_bad_calls_reach_every_op_and_kind() -> None:
+    """The walk reaches every op with array operands and every expectation."""
+    calls = bad_calls()
+    with_arrays = {n for n in table() if any(
+        isinstance(a, np.ndarray) for s in samples_for(n)
+        for a in jax.tree_util.tree_leaves((s.args, s.kwargs)))}
+    assert with_arrays <= {c.op for c in calls}
+    assert {c.expect for c in calls} == {ERROR, AS_REFERENCE, VALID_OR_ERROR}
+
+
+def test_every_bad_argument_is_named() -> None:
+    """Every bad call under jit (abstract) as its expectation says (the
+    reference is traced only where the op gives a result); then eagerly,
+    every call that raised under jit: it raises there too, naming the op
+    and the argument (a valid call is not run eagerly: it would compile)."""
+    problems = {}
+    for call in bad_calls():
+        fn = _callable(call.op)
+        status, got = _outcome(fn, call, eager=False)
+        reference = (_outcome(OPS[call.op].reference, call, eager=False)
+                     if call.expect == AS_REFERENCE and status == "ok" else None)
+        problem = _problem(call, status, got, reference)
+        if not problem and status != "ok":
+            problem = _problem(call, *_outcome(fn, call, eager=True), None)
+            problem = problem and f"eagerly: {problem}"
+        if problem:
+            problems[str(call)] = problem
+    assert not problems, f"{len(problems)} bad calls:\n" + "\n".join(
+        f"{k}: {v}" for k, v in problems.items())

@@ -20,22 +20,19 @@ its own so that it gets the devices), every fused op with Pallas kernels:
   ``psum``), and the rule checker on vocab_parallel_cross_entropy with its
   logits split over 8 and 4 devices.
 
-The script runs once per test run: the xdist workers share its output
-through a file (the first to get the lock runs it).
+The script runs once per test run, in three jobs started in the background
+when the run begins (``_jobs.py``): the kernel cases, and each half of the
+table walk.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).with_name("_sharded.py")
+import _jobs
+
 # (case, mesh axis type): the spec of the first grad
 GRAD_SPECS = {
     ("attention-gqa", "Explicit"): "P('data', None, 'model', None)",
@@ -58,23 +55,16 @@ GRAD_SPECS = {
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory, worker_id) -> dict[str, dict]:
-    # this run's directory, shared by the xdist workers (each has a subfolder)
-    base = tmp_path_factory.getbasetemp()
-    root = base if worker_id == "master" else base.parent
-    out = root / "sharded.json"
-    with open(root / "sharded.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not out.exists():
-            env = dict(os.environ, PYTHONPATH=str(SCRIPT.parents[1]))
-            done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True,
-                                  text=True, env=env, timeout=900)
-            out.write_text(json.dumps({"returncode": done.returncode, "stdout": done.stdout,
-                                       "stderr": done.stderr[-3000:]}))
-    done = json.loads(out.read_text())
-    assert done["returncode"] == 0, done["stderr"]
-    rows = [json.loads(line) for line in done["stdout"].splitlines() if line.startswith("{")]
-    return {row["case"]: row for row in rows}
+def results() -> dict[str, dict]:
+    """The rows the script's jobs printed, by case (the jobs started with
+    the test run: ``_jobs.py``)."""
+    rows = {}
+    for job in _jobs.JOBS:
+        code, stdout, stderr = _jobs.result(job)
+        assert code == 0, f"{job}: {stderr[-3000:]}"
+        rows.update((row["case"], row) for row in
+                    (json.loads(line) for line in stdout.splitlines() if line.startswith("{")))
+    return rows
 
 
 @pytest.mark.parametrize("case, axis_type", GRAD_SPECS, ids=lambda x: str(x))
@@ -107,10 +97,6 @@ def test_the_checker_passes_vocab_parallel_cross_entropy_on_8_shards(results):
 # Ops whose gradient XLA places differently from the jax.numpy reference's on
 # Auto axes (measured with the HLO of both; the issue stays open for them):
 KNOWN_AUTO = {
-    # the transpose's one_hot is built from the replicated labels; the
-    # reference's scatter reuses the forward gather's index, sharded with
-    # logp (one all-reduce each)
-    "nll_loss": "grad of x replicated, the reference's P('data')",
     # ours slices the sharded cotangent and stays sharded; the reference
     # gathers and all-reduces it (0 vs 1 all-reduce; set_value: one
     # collective-permute vs one all-reduce)

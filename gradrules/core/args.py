@@ -5,7 +5,8 @@ before it binds a primitive, so a bad argument reads ``gradrules.<op>:
 Arrays: ``as_array`` (arrays and tracers pass, Python/numpy scalars too,
 anything else is a TypeError naming the argument), ``float_array`` (and it
 must be floating). Static params: ``number_param``, ``int_param``,
-``bool_param``, ``choice_param``, ``int_tuple``, ``int_pair``, ``eps_param``.
+``bool_param``, ``choice_param``, ``int_tuple``, ``shape_param``, ``int_pair``,
+``eps_param``.
 Indices: ``index_dtype`` (the dtype index arithmetic runs in).
 
 These do not bind primitives; the helpers that convert dtypes to do their
@@ -138,6 +139,22 @@ def int_tuple(op: str, name: str, value: Any, n: int | None = None, *,
     if n is not None and len(vals) != n:
         raise ValueError(f"{op_name(op)}: {name} must have {n} entries, got {value!r}")
     return tuple(v if d else int(v) for v, d in zip(vals, dims))
+
+
+def shape_param(op: str, value: Any, name: str = "shape") -> tuple[int, ...]:
+    """A static shape: an int or a sequence of ints (not bools), each >= 0;
+    a TypeError naming ``name`` for anything else (None, a string, a float,
+    a negative size)."""
+    dims = (value,) if isinstance(value, (int, np.integer)) else value
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        dims = (dims,)
+    if any(isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 0
+           for d in dims):
+        raise TypeError(f"{op_name(op)}: {name} must be an int or a tuple of non-negative "
+                        f"ints, got {value!r}")
+    return tuple(int(d) for d in dims)
 
 
 def int_pair(op: str, name: str, v: Any, minimum: int = 1) -> tuple[int, int]:

@@ -59,6 +59,19 @@ def broadcast_shapes(op: str, shapes: dict[str, tuple[int, ...]]) -> tuple[int, 
     return tuple(out)
 
 
+def check_broadcast_to(op: str, arg: str, shape: Sequence[Any], target: Sequence[Any],
+                       what: str | None = None) -> None:
+    """Raise a ValueError naming ``arg`` unless an array of ``shape``
+    broadcasts to ``target`` by numpy's rules without growing it: no more
+    axes, each trailing axis 1 or ``target``'s. ``what`` describes the
+    target (default: ``shape <target>``)."""
+    shape, target = tuple(shape), tuple(target)
+    if len(shape) > len(target) or any(d != 1 and d != t
+                                       for d, t in zip(shape[::-1], target[::-1])):
+        raise ValueError(f"{op_name(op)}: {arg} with shape {shape} does not broadcast to "
+                         f"{what or f'shape {target}'}")
+
+
 def paddle_axis_shape(op: str, x_shape: tuple[int, ...], y_shape: tuple[int, ...],
                       axis: int) -> tuple[int, ...]:
     """The shape ``y`` takes under Paddle's ``axis`` broadcasting argument.

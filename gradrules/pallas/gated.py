@@ -155,7 +155,7 @@ def _backward_kernel(gate_ref: Any, up_ref: Any, g_ref: Any, dgate_ref: Any, dup
     at, ok = _tile(t)
     u, act, slope, mg, mu = _terms(gate_ref, up_ref, at, ok, **activation)
     g = _read(g_ref, at, ok)
-    _write(dgate_ref, at, ok, _keep(g * u * slope, mg))
+    _write(dgate_ref, at, ok, _keep(g * (u * slope), mg))     # no g u = inf times slope 0
     _write(dup_ref, at, ok, _keep(g * act, mu))
 
 

@@ -303,9 +303,12 @@ def flce_vjp(h: Array, w: Array, labels: Array, lse: Array, g_loss: Array, g_lse
 def sce_forward(logits: Array, labels: Array) -> Array:
     """softmax_cross_entropy's forward: ``-sum(labels * logp)`` over the last
     axis, ``logp`` the max-normalised log-softmax (``_fused.log_softmax_rows``,
-    in float32 for 16-bit input) taken as 0 where it is ``-inf`` (a class
-    whose logit is ``-inf`` is left out: ``rules.loss.safe_log_probs`` in
-    gradrules ops)."""
+    in float32 for 16-bit input) taken as 0 where the logit is ``-inf`` (a
+    masked class is left out: ``rules.loss.safe_log_probs`` in gradrules
+    ops). The mask is the logit's, not ``logp == -inf``: a finite logit whose
+    log-probability overflows (-3e38 beside 3e38) still counts, and its term
+    is 0 where its label is 0 (not 0 * -inf)."""
     logp = log_softmax_rows(upcast(logits), -1)
-    logp = jnp.where(logp == -jnp.inf, jnp.zeros((), logp.dtype), logp)
-    return (-jnp.sum(labels.astype(logp.dtype) * logp, -1)).astype(logits.dtype)
+    y = labels.astype(logp.dtype)
+    terms = jnp.where((logits == -jnp.inf) | (y == 0), jnp.zeros((), logp.dtype), y * logp)
+    return (-jnp.sum(terms, -1)).astype(logits.dtype)

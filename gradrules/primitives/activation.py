@@ -379,7 +379,8 @@ def _bound(name: str, value: Any, dtype: np.dtype) -> float | int | None:
 def clamp(x: ArrayLike, *, min: float | None = None,  # noqa: A002
           max: float | None = None) -> Array:  # noqa: A002
     """min(max(x, min), max) for static numbers (either may be None, not
-    both); integers allowed. When min > max the result is max everywhere.
+    both); integers allowed (an integer x keeps its dtype and takes integral
+    bounds). When min > max the result is max everywhere.
 
     d/dx = 1 where min <= x <= max, the boundaries included (the core IR's
     clamp_backward), and 0 elsewhere.
@@ -393,6 +394,13 @@ def clamp(x: ArrayLike, *, min: float | None = None,  # noqa: A002
 
 def _clamp_reference(x: ArrayLike, *, min: float | None = None,  # noqa: A002
                      max: float | None = None) -> Array:  # noqa: A002
+    """jnp.clip, an integer x's (integral) bounds in its dtype: clamp keeps
+    x's dtype, where jnp.clip would promote it with a float bound."""
+    x = jnp.asarray(x)
+    if jnp.issubdtype(x.dtype, jnp.integer):
+        info = jnp.iinfo(x.dtype)
+        min, max = (None if b is None else jnp.asarray(np.clip(b, info.min, info.max), x.dtype)
+                    for b in (min, max))
     return jnp.clip(x, min, max)
 
 
@@ -412,7 +420,9 @@ def clip(x: ArrayLike, min: ArrayLike | None = None,  # noqa: A002
     both); when min > max the result is max.
 
     Number bounds are ``clamp``'s static params: the call is
-    ``clamp(x, min=min, max=max)``, one clamp primitive (integers allowed).
+    ``clamp(x, min=min, max=max)``, one clamp primitive (integers allowed:
+    an integer x keeps its dtype and takes integral bounds only, where
+    jnp.clip would promote it to float with a float bound).
     Array bounds (broadcasting with x, as jnp.clip) cannot be params, so they
     go through the catalog's where: ``y = where(x < min, min, x)``, then
     ``where(y > max, max, y)``. Both paths share clamp's derivative: d/dx = 1
@@ -439,6 +449,9 @@ def clip(x: ArrayLike, min: ArrayLike | None = None,  # noqa: A002
 
 def _clip_reference(x: ArrayLike, min: ArrayLike | None = None,  # noqa: A002
                     max: ArrayLike | None = None) -> Array:  # noqa: A002
+    """jnp.clip; number bounds as clamp's reference (an integer x keeps its dtype)."""
+    if _static_bound(min) and _static_bound(max):
+        return _clamp_reference(x, min=min, max=max)
     return jnp.clip(x, min, max)
 
 

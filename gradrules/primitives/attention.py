@@ -35,7 +35,7 @@ from jax import lax
 from .._jax import ShapedArray
 from ..core.args import as_array, block_sizes_param, bool_param, int_param, number_param
 from ..core.kernels import implementation
-from ..core.meta import check_dtype, op_name
+from ..core.meta import check_broadcast_to, check_dtype, op_name
 from ..core.numerics import acc_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -155,18 +155,23 @@ attention_vjp_p = define_primitive(
 
 
 # ------------------------------------------------------ public function
-def _pair_arg(name: str, x: Any, kind: str, like: Any) -> Any:
-    """A user mask or bias of rank <= 4, as a rank-4 array (leading 1s)."""
-    x = as_array(_OP, name, x)
+def _pair_arg(op: str, name: str, x: Any, kind: str, q: Any, k: Any) -> Any:
+    """A user mask or bias of rank <= 4 that broadcasts to ``[batch, heads,
+    seq_q, seq_k]`` of the rank-4 q and k, as a rank-4 array (leading 1s);
+    errors name ``op``."""
+    x = as_array(op, name, x)
     x = jnp.asarray(x) if isinstance(x, (bool, int, float, np.generic)) else x
-    check_dtype(_OP, name, jnp.result_type(x), kind)
+    check_dtype(op, name, jnp.result_type(x), kind)
     if np.ndim(x) > 4:
-        raise ValueError(f"{op_name(_OP)}: argument {name} must have rank <= 4 (broadcastable "
+        raise ValueError(f"{op_name(op)}: argument {name} must have rank <= 4 (broadcastable "
                          f"to [batch, heads, seq_q, seq_k]), got shape {np.shape(x)}")
-    if kind == "float" and jnp.result_type(x) != jnp.result_type(like):
-        x = convert_element_type(x, dtype=jnp.result_type(like))
+    if kind == "float" and jnp.result_type(x) != jnp.result_type(q):
+        x = convert_element_type(x, dtype=jnp.result_type(q))
     if np.ndim(x) < 4:
         x = reshape(x, (1,) * (4 - np.ndim(x)) + tuple(np.shape(x)))
+    (b, sq, h), sk = np.shape(q)[:3], np.shape(k)[1]
+    check_broadcast_to(op, f"argument {name}", np.shape(x), (b, h, sq, sk),
+                       f"[batch, heads, seq_q, seq_k] = {(b, h, sq, sk)}")
     return x
 
 
@@ -246,9 +251,10 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
                              "head_dim ** -0.5 is undefined; pass scale")
         scale = head_dim ** -0.5
     scale = number_param(_OP, "scale", scale)
-    mask = np.ones((1, 1, 1, 1), bool) if mask is None else _pair_arg("mask", mask, "bool", q)
+    mask = (np.ones((1, 1, 1, 1), bool) if mask is None
+            else _pair_arg(_OP, "mask", mask, "bool", q, k))
     bias = (np.zeros((1, 1, 1, 1), jnp.result_type(q)) if bias is None
-            else _pair_arg("bias", bias, "float", q))
+            else _pair_arg(_OP, "bias", bias, "float", q, k))
     blocks = _blocks(block_q, block_k, block_sizes)
     params = dict(causal=causal, scale=scale, implementation=implementation(blocks))
     out, _ = shard_map_bind(partial(attention_p.bind, **params), (q, k, v, mask, bias),
@@ -338,14 +344,13 @@ def dot_product_attention(query: ArrayLike, key: ArrayLike, value: ArrayLike,
                          f"[B, S, K, H] with N a multiple of K, got query {np.shape(query)}, "
                          f"key {np.shape(key)}, value {np.shape(value)}")
     is_causal = bool_param(_DPA, "is_causal", is_causal)
+    scale = None if scale is None else number_param(_DPA, "scale", scale)
+    if bias is not None:
+        bias = _pair_arg(_DPA, "bias", bias, "float", q, k)
+    if mask is not None:
+        mask = _pair_arg(_DPA, "mask", mask, "bool", q, k)
     if is_causal and t != s:
         causal = np.tril(np.ones((t, s), bool))[None, None]
-        if mask is not None:
-            mask = as_array(_DPA, "mask", mask)
-            check_dtype(_DPA, "mask", jnp.result_type(mask), "bool")
-            if np.ndim(mask) > 4:
-                raise ValueError(f"{op_name(_DPA)}: mask must have rank <= 4, got shape "
-                                 f"{np.shape(mask)}")
         mask = causal if mask is None else logical_and(mask, causal)
     out = attention(q, k, v, causal=is_causal and t == s, scale=scale, mask=mask, bias=bias)
     return reshape(out, np.shape(out)[1:]) if unbatched else out

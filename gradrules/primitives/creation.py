@@ -28,8 +28,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.args import as_array, dtype_param
-from ..core.meta import check_dtype, op_name
+from ..core.args import as_array, dtype_param, shape_param
+from ..core.meta import check_broadcast_to, check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 
@@ -46,20 +46,6 @@ def _canonical(dtype: Any) -> np.dtype:
 
 def _dtype_arg(op: str, dtype: Any, kind: str = "any") -> np.dtype | None:
     return None if dtype is None else _canonical(dtype_param(op, "dtype", dtype, kind))
-
-
-def shape_arg(op: str, shape: Any) -> tuple[int, ...]:
-    """A static shape: an int or a sequence of non-negative ints."""
-    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
-    try:
-        dims = tuple(dims)
-    except TypeError:
-        dims = (dims,)
-    if any(isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 0
-           for d in dims):
-        raise TypeError(f"{op_name(op)}: shape must be an int or a tuple of non-negative "
-                        f"ints, got {shape!r}")
-    return tuple(int(d) for d in dims)
 
 
 # ------------------------------------------------------------------ arange
@@ -129,11 +115,12 @@ def arange(start: int | float, stop: int | float | None = None, step: int | floa
     differentiable (nothing to differentiate: no array argument).
     """
     op = "arange"
-    if stop is None:
-        start, stop = 0, start
+    stop_name = "stop"
+    if stop is None:   # arange(n): the one argument, start, is the stop
+        start, stop, stop_name = 0, start, "start"
     given = [start, stop] + ([] if step is None else [step])
     start = _static_number(op, "start", start)
-    stop = _static_number(op, "stop", stop)
+    stop = _static_number(op, stop_name, stop)
     step = _static_number(op, "step", 1 if step is None else step)
     if step == 0:
         raise ValueError(f"{op_name(op)}: step must not be 0")
@@ -161,11 +148,7 @@ register_op(OpDef(name="arange", family=FAMILY, fn=arange, primitives=(arange_p,
 # -------------------------------------------------------------------- full
 def _full_infer_meta(fill_value: Any, *, shape: tuple[int, ...], dtype: np.dtype | None
                      ) -> ShapedArray:
-    fshape = tuple(fill_value.shape)
-    if len(fshape) > len(shape) or any(
-            f not in (1, s) for f, s in zip(fshape[::-1], shape[::-1])):
-        raise ValueError(f"{op_name('full')}: fill_value with shape {fshape} does not "
-                         f"broadcast to shape {tuple(shape)}")
+    check_broadcast_to("full", "fill_value", fill_value.shape, shape)
     check_dtype("full", "fill_value", fill_value.dtype, "any")
     if dtype is None:
         return ShapedArray(tuple(shape), fill_value.dtype, weak_type=fill_value.weak_type)
@@ -181,12 +164,15 @@ full_p = define_primitive("full", family=FAMILY, operands=("fill_value",),
                           impl=_full_impl)
 
 
-def _fill_arg(op: str, fill_value: Any) -> Any:
-    """An array fill value; a Python scalar stays weakly typed (as jax.numpy's)."""
+def _fill_arg(op: str, fill_value: Any, shape: tuple[int, ...], what: str | None = None
+              ) -> Any:
+    """An array fill value that broadcasts to ``shape`` (``what`` describes
+    it); a Python scalar stays weakly typed (as jax.numpy's)."""
     fill_value = as_array(op, "fill_value", fill_value)
     if isinstance(fill_value, (bool, int, float, np.generic)):
         return jnp.asarray(fill_value)
     check_dtype(op, "fill_value", jnp.result_type(fill_value), "any")
+    check_broadcast_to(op, "fill_value", np.shape(fill_value), shape, what)
     return fill_value
 
 
@@ -201,7 +187,8 @@ def full(shape: int | Sequence[int], fill_value: ArrayLike, *, dtype: DTypeLike 
     shape (and dtype).
     """
     op = "full"
-    return full_p.bind(_fill_arg(op, fill_value), shape=shape_arg(op, shape),
+    shape = shape_param(op, shape)
+    return full_p.bind(_fill_arg(op, fill_value, shape), shape=shape,
                        dtype=_dtype_arg(op, dtype))
 
 
@@ -224,9 +211,11 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, *, dtype: DTypeLike = None,
     op = "full_like"
     x = as_array(op, "x", x)
     check_dtype(op, "x", jnp.result_type(x), "any")
-    out_shape = tuple(np.shape(x)) if shape is None else shape_arg(op, shape)
+    out_shape = tuple(np.shape(x)) if shape is None else shape_param(op, shape)
     out_dtype = _canonical(jnp.result_type(x)) if dtype is None else _dtype_arg(op, dtype)
-    return full_p.bind(_fill_arg(op, fill_value), shape=out_shape, dtype=out_dtype)
+    what = f"the shape {out_shape} of x" if shape is None else None
+    return full_p.bind(_fill_arg(op, fill_value, out_shape, what), shape=out_shape,
+                       dtype=out_dtype)
 
 
 def _full_like_reference(x: ArrayLike, fill_value: ArrayLike, *, dtype: DTypeLike = None,
@@ -244,7 +233,7 @@ def _filled(op: str, shape: Any, value: int, dtype: Any) -> Array:
     """``full(shape, value)`` with a literal fill in ``dtype`` (default: jax.numpy's
     default float)."""
     out = _dtype_arg(op, dtype) if dtype is not None else _canonical(np.float64)
-    return full_p.bind(np.asarray(value, out), shape=shape_arg(op, shape), dtype=out)
+    return full_p.bind(np.asarray(value, out), shape=shape_param(op, shape), dtype=out)
 
 
 def zeros(shape: int | Sequence[int], *, dtype: DTypeLike = None) -> Array:

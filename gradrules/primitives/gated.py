@@ -102,11 +102,13 @@ def gated_tangent(gate: Any, up: Any, tg: Any, tu: Any, *, activation: str,
 def gated_cotangent(gate: Any, up: Any, g: Any, *, activation: str, limit: float | None = None,
                     approximate: bool = False) -> tuple[Any, Any]:
     """``(g up act'(gate), g act(gate))`` (each times its clamp's mask): the
-    transpose of the tangent map, the gated ops' backward."""
+    transpose of the tangent map, the gated ops' backward. ``up act'(gate)``
+    is formed first, as in the tangent map: where act' is 0 (gate = -3e38)
+    it is 0, where ``g up`` could overflow to inf and give inf * 0 = NaN."""
     acc, u, act, slope, mg, mu = _gated_terms(gate, up, activation, limit, approximate)
     gf = cast(g, acc)
     dtype = aval_of(gate).dtype
-    return (cast(_keep(multiply(multiply(gf, u), slope), mg), dtype),
+    return (cast(_keep(multiply(gf, multiply(u, slope)), mg), dtype),
             cast(_keep(multiply(gf, act), mu), dtype))
 
 

@@ -63,6 +63,16 @@ def clip_index(index: Array, n: int) -> Array:
     return jnp.clip(wrap_index(index, n), 0, max(n - 1, 0))
 
 
+def take_clip(x: Array, index: Array, axis: int) -> Array:
+    """``jnp.take(x, index, axis, mode="clip")``, shaped
+    ``x.shape[:axis] + index.shape + x.shape[axis+1:]`` also where x's axis
+    is empty (the index then is too), where jnp.take returns x itself."""
+    if x.shape[axis] == 0:
+        axis %= x.ndim
+        return jnp.zeros((*x.shape[:axis], *index.shape, *x.shape[axis + 1:]), x.dtype)
+    return jnp.take(x, index, axis=axis, mode="clip")
+
+
 def vmapped(fn: Callable[..., Array], batch_dims: int) -> Callable[..., Array]:
     """``fn`` mapped over ``batch_dims`` leading axes of every argument."""
     for _ in range(batch_dims):
@@ -113,7 +123,7 @@ def _take_impl(x: Array, index: Array, *, axis: int, batch_dims: int) -> Array:
     a = axis - batch_dims
 
     def take(x: Array, i: Array) -> Array:
-        return jnp.take(x, clip_index(i, x.shape[a]), axis=a, mode="clip")
+        return take_clip(x, clip_index(i, x.shape[a]), a)
     return vmapped(take, batch_dims)(x, index)
 
 
@@ -129,7 +139,7 @@ def _take_args(op: str, x: ArrayLike, index: ArrayLike, axis: Any, arg: str = "i
 def _reference_take(x: Array, index: Array, *, axis: int | None = None) -> Array:
     if axis is None:
         x, axis = jnp.ravel(x), 0
-    return jnp.take(x, wrap_index(index, x.shape[axis]), axis=axis, mode="clip")
+    return take_clip(x, wrap_index(index, x.shape[axis]), axis)
 
 
 gather_p = define_primitive("gather", family=FAMILY, operands=("x", "index"),
@@ -311,7 +321,8 @@ def _reference_embedding(ids: Array, weight: Array, *, padding_idx: int | None =
     out = weight[rows]
     if padding_idx is None:
         return out
-    return jnp.where((rows == padding_idx % weight.shape[0])[..., None], 0.0, out)
+    return jnp.where((rows == padding_idx % weight.shape[0])[..., None],
+                     jnp.zeros((), out.dtype), out)
 
 
 register_op(OpDef(name="embedding", family=FAMILY, fn=embedding, primitives=(embedding_p,),
@@ -369,7 +380,8 @@ def _reference_c_embedding(weight: Array, ids: Array, *, start_index: int = 0,
                            vocab_size: int = -1) -> Array:
     local = wide_index(ids) - start_index
     inside = (local >= 0) & (local < weight.shape[0])
-    return jnp.where(inside[..., None], weight[jnp.where(inside, local, 0)], 0.0)
+    return jnp.where(inside[..., None], weight[jnp.where(inside, local, 0)],
+                     jnp.zeros((), weight.dtype))
 
 
 register_op(OpDef(name="c_embedding", family=FAMILY, fn=c_embedding,

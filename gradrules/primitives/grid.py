@@ -16,6 +16,7 @@ nearest sampling has a zero derivative in the grid.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
@@ -101,7 +102,8 @@ def grid_sample_reference(x: Array, grid: Array, *, mode: str = "bilinear",
     for (cx, cy), weight in zip(corners, weights):
         valid = (cx >= 0) & (cx <= w - 1) & (cy >= 0) & (cy <= h - 1)
         idx = (jnp.clip(cy, 0, h - 1) * w + jnp.clip(cx, 0, w - 1)).astype(jnp.int32)
-        v = jnp.take_along_axis(flat, idx.reshape(n, 1, -1), axis=2).reshape(out.shape)
+        idx = idx.reshape(n, 1, math.prod(idx.shape[1:]))   # not -1: n may be 0
+        v = jnp.take_along_axis(flat, idx, axis=2).reshape(out.shape)
         out = out + v * jnp.where(valid, weight, 0)[:, None]
     return out.astype(x.dtype)
 

@@ -83,7 +83,8 @@ def _unfold_impl(x: Array, *, kernel_size: tuple[int, ...], dilation: tuple[int,
                                    a + (b - 1) * s + 1 for a, b, s in zip(start, nb, stride)),
                                (1,) * lead + stride))
     y = jnp.stack(parts, axis=-3)                        # [..., C, kh kw, oh, ow]
-    return y.reshape(*x.shape[:lead - 1], -1, math.prod(nb))
+    return y.reshape(*x.shape[:lead - 1], x.shape[lead - 1] * math.prod(kernel_size),
+                     math.prod(nb))                     # not -1: a leading axis may be 0
 
 
 unfold_p = define_primitive("unfold", family=FAMILY, operands=("x",), params=BLOCK_PARAMS,
@@ -115,7 +116,7 @@ def _unfold_reference(x: Array, *, kernel_size: Any, dilation: Any = 1, padding:
                                            tuple((q, q) for q in p["padding"]),
                                            rhs_dilation=p["dilation"],
                                            precision=lax.Precision.HIGHEST)
-    out = out.reshape(out.shape[0], out.shape[1], -1)
+    out = out.reshape(out.shape[0], out.shape[1], math.prod(out.shape[2:]))
     return out[0] if x.ndim == 3 else out
 
 
@@ -144,7 +145,8 @@ def _fold_impl(x: Array, *, output_size: tuple[int, ...], kernel_size: tuple[int
     nb = blocks(output_size, kernel_size=kernel_size, dilation=dilation, padding=padding,
                 stride=stride)
     lead = x.shape[:-2]
-    y = x.reshape(*lead, -1, math.prod(kernel_size), *nb)
+    k = math.prod(kernel_size)
+    y = x.reshape(*lead, x.shape[-2] // k, k, *nb)       # not -1: a leading axis may be 0
     out = None
     for t, offset in enumerate(itertools.product(*map(range, kernel_size))):
         pads = []

@@ -24,7 +24,7 @@ from jax.sharding import PartitionSpec
 
 from .. import _jax
 from .._jax import ShapedArray
-from ..core.args import as_array, choice_param, int_tuple
+from ..core.args import as_array, choice_param, int_param, int_tuple
 from ..core.meta import check_dtype, normalize_axes, normalize_axis, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -176,7 +176,7 @@ def _check_pad_mode(mode: str, widths: Sequence[tuple[int, int, int]],
     for (lo, hi, interior), n in zip(widths, shape):
         if mode != "constant" and interior:
             raise ValueError(f"{op_name('pad')}: interior padding needs mode='constant'")
-        if mode == "reflect" and max(lo, hi) > n - 1:
+        if mode == "reflect" and max(lo, hi) > max(n - 1, 0):   # (0, 0) pads even size 0
             raise ValueError(f"{op_name('pad')}: mode='reflect' pads an axis of size {n} by at "
                              f"most {max(n - 1, 0)} on each side, got ({lo}, {hi})")
         if mode == "replicate" and n == 0 and lo + hi:
@@ -562,12 +562,13 @@ def tensor_fold(y: ArrayLike, *, axis: int, size: int, step: int, length: int) -
     back at ``w * step + k`` along ``axis`` of an array with ``length``
     elements there (overlaps add, uncovered elements are 0). Linear; its
     transpose is ``tensor_unfold``."""
-    y = data_arg("tensor_fold", "x", y)
+    y = data_arg("tensor_fold", "y", y)
     if np.ndim(y) < 2:
         raise ValueError(f"{op_name('tensor_fold')}: y must have a window axis and a last "
                          f"axis of window elements, got shape {np.shape(y)}")
     axis = normalize_axis("tensor_fold", axis, np.ndim(y) - 1)
-    size, step, length = int_tuple("tensor_fold", "size, step, length", (size, step, length))
+    size, step = int_tuple("tensor_fold", "size, step", (size, step))
+    length = int_param("tensor_fold", "length", length, lo=0)
     return tensor_fold_p.bind(y, axis=axis, size=size, step=step, length=length)
 
 

@@ -281,7 +281,7 @@ def _einsum_infer_meta(*operands: Any, equation: str) -> ShapedArray:
     if len(ins) != len(operands):
         raise ValueError(f"{op_name('einsum')}: equation {equation!r} names {len(ins)} "
                          f"operands, got {len(operands)}")
-    dtype = same_dtype("einsum", {f"operand {i}": a for i, a in enumerate(operands)})
+    dtype = same_dtype("einsum", {f"operands[{i}]": a for i, a in enumerate(operands)})
     check_dtype("einsum", "operands", dtype, "numeric")
     sizes = letter_sizes(equation, [a.shape for a in operands])
     if len(set(out)) != len(out) or any(c not in sizes for c in out):
@@ -297,11 +297,11 @@ def letter_sizes(equation: str, shapes: list[tuple[int, ...]]) -> dict[str, int]
     sizes: dict[str, int] = {}
     for i, (term, shape) in enumerate(zip(ins, shapes)):
         if len(term) != len(shape):
-            raise ValueError(f"{op_name('einsum')}: operand {i} has shape {tuple(shape)} but "
-                             f"{equation!r} gives it {len(term)} indices {term!r}")
+            raise ValueError(f"{op_name('einsum')}: operands[{i}] has shape {tuple(shape)} "
+                             f"but {equation!r} gives it {len(term)} indices {term!r}")
         for c, d in zip(term, shape):
             if sizes.setdefault(c, d) != d:
-                desc = ", ".join(f"operand {j} with shape {tuple(s)}"
+                desc = ", ".join(f"operands[{j}] with shape {tuple(s)}"
                                  for j, s in enumerate(shapes))
                 raise ValueError(f"{op_name('einsum')}: index {c!r} of {equation!r} has sizes "
                                  f"{sizes[c]} and {d}: {desc}")
@@ -339,8 +339,8 @@ def _normalize_equation(equation: str, shapes: list[tuple[int, ...]]
         n = len(term.replace("...", ""))
         e = len(shape) - n if "..." in term else 0
         if e < 0 or ("..." not in term and len(shape) != n):
-            raise ValueError(f"{op_name('einsum')}: operand {i} has shape {tuple(shape)} but "
-                             f"{equation!r} gives it the subscripts {term!r}")
+            raise ValueError(f"{op_name('einsum')}: operands[{i}] has shape {tuple(shape)} "
+                             f"but {equation!r} gives it the subscripts {term!r}")
         ranks.append(e)
     ell = fresh_letters(eq, max(ranks, default=0))
     terms = [t.replace("...", ell[len(ell) - e:]) for t, e in zip(ins, ranks)]
@@ -367,7 +367,7 @@ def einsum(equation: str, *operands: ArrayLike) -> Array:
         raise TypeError(f"{op_name('einsum')}: equation must be a string, got {equation!r}")
     if not operands:
         raise ValueError(f"{op_name('einsum')}: needs at least one operand")
-    ops = promote("einsum", {f"operand {i}": a for i, a in enumerate(operands)}, "numeric")
+    ops = promote("einsum", {f"operands[{i}]": a for i, a in enumerate(operands)}, "numeric")
     terms, out, ell = _normalize_equation(equation, [np.shape(a) for a in ops])
     # ellipsis axes of size 1 broadcast against larger ones: drop them
     ell_sizes: dict[str, int] = {}

@@ -452,12 +452,13 @@ register_op(OpDef(name="fused_linear_cross_entropy", family=FAMILY,
 
 
 # ---------------------------------------------------------------- nll_loss
-def _nll_meta(logp: Any, labels: Any, weight: Any, *, ignore_index: int) -> ShapedArray:
+def _nll_meta(logp: Any, index: Any, weight: Any, *, ignore_index: int) -> ShapedArray:
     op = "nll_loss"
     check_dtype(op, "logp", logp.dtype, "float")
     if not logp.shape:
         raise ValueError(f"{op_name(op)}: logp must have a class axis, got a scalar")
-    _check_labels(op, labels, logp.shape[:-1], "logp.shape[:-1]")
+    _check_labels(op, index, (*logp.shape[:-1], 1), "the primitive takes the labels as an "
+                  "index along the class axis, logp.shape[:-1] + (1,)")
     if weight.dtype != logp.dtype:
         raise TypeError(f"{op_name(op)}: weight ({weight.dtype}) and logp ({logp.dtype}) must "
                         "share one dtype")
@@ -466,18 +467,25 @@ def _nll_meta(logp: Any, labels: Any, weight: Any, *, ignore_index: int) -> Shap
             or any(d not in (1, e) for d, e in zip(weight.shape[::-1], logp.shape[::-1]))):
         raise ValueError(f"{op_name(op)}: weight must have shape ({logp.shape[-1]},) (one "
                          f"weight per class), got {tuple(weight.shape)}")
-    return ShapedArray(labels.shape, logp.dtype)
+    return ShapedArray(index.shape[:-1], logp.dtype)
 
 
-def _nll_impl(logp: Array, labels: Array, weight: Array, *, ignore_index: int) -> Array:
+def label_index(labels: Any) -> Any:
+    """The labels ``[...]`` as the nll_loss primitive takes them: an index
+    along the class axis, ``[..., 1]``, one value shared by the forward's
+    gather and the transpose's scatter (so that XLA places the two alike)."""
+    return expand_dims(labels, axis=-1)
+
+
+def _nll_impl(logp: Array, index: Array, weight: Array, *, ignore_index: int) -> Array:
     classes = logp.shape[-1]
-    idx = jnp.clip(labels, 0, classes - 1)[..., None]
+    idx = jnp.clip(index, 0, classes - 1)
     picked = jnp.take_along_axis(logp, idx, -1)[..., 0]
     w = jnp.take_along_axis(jnp.broadcast_to(weight, logp.shape), idx, -1)[..., 0]
-    return xla.masked(-w * picked, labels, classes, ignore_index)
+    return xla.masked(-w * picked, index[..., 0], classes, ignore_index)
 
 
-nll_loss_p = define_primitive("nll_loss", family=FAMILY, operands=("logp", "labels", "weight"),
+nll_loss_p = define_primitive("nll_loss", family=FAMILY, operands=("logp", "index", "weight"),
                               params=("ignore_index",), infer_meta=_nll_meta, impl=_nll_impl)
 
 
@@ -509,7 +517,7 @@ def nll_loss(logp: ArrayLike, labels: ArrayLike, *, weight: ArrayLike | None = N
         raise ValueError(f"{op_name(op)}: weight must have shape ({classes},) (one weight per "
                          f"class), got {np.shape(weight)}")
     logp, weight = promote(op, {"logp": logp, "weight": weight}, "float")
-    loss = nll_loss_p.bind(logp, labels, weight, ignore_index=ignore_index)
+    loss = nll_loss_p.bind(logp, label_index(labels), weight, ignore_index=ignore_index)
     denominator = None
     if reduction == "mean":
         hot = one_hot(labels, classes, jnp.result_type(logp), ignore_index)

@@ -28,6 +28,7 @@ from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from .convert import data_arg, promote
 from .layout import shaped_like
+from .reduction import widened_integers
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -286,6 +287,7 @@ def trace(x: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Arra
     the diagonal and written there by ``diag`` (no dense identity).
     """
     (x,) = promote("trace", {"x": x}, "numeric")
+    x = widened_integers(x)             # as jnp.trace, narrow integers summed wide
     a1, a2 = _two_axes("trace", x, axis1, axis2)
     return trace_p.bind(x, offset=int_param("trace", "offset", offset), axis1=a1, axis2=a2)
 

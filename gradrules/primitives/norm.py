@@ -405,9 +405,9 @@ def group_norm_composition(x: Any, weight: Any, bias: Any, *, num_groups: int,
     function its JVP rule differentiates."""
     shape, dtype = aval_of(x).shape, aval_of(x).dtype
     acc = acc_dtype(dtype)
-    xg = reshape(cast(x, acc), tuple(shape[:1]) + (num_groups, -1))
-    xc = subtract(xg, gr_mean(xg, axis=-1, keepdims=True))
-    var = gr_mean(square(xc), axis=-1, keepdims=True)
+    xg = reshape(cast(x, acc), (shape[0], num_groups, shape[1] // num_groups, *shape[2:]))
+    xc = subtract(xg, gr_mean(xg, axis=tuple(range(2, len(shape) + 1)), keepdims=True))
+    var = gr_mean(square(xc), axis=tuple(range(2, len(shape) + 1)), keepdims=True)
     xn = reshape(multiply(xc, rsqrt(add(var, eps))), shape)
     return cast(add(multiply(xn, cast(weight, acc)), cast(bias, acc)), dtype)
 

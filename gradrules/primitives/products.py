@@ -206,19 +206,21 @@ cross_p = define_primitive("cross", family=FAMILY, operands=("a", "b"),
                            infer_meta=_cross_infer_meta, impl=_cross_impl)
 
 
-def _vectors(a: Any, b: Any, axisa: int, axisb: int) -> tuple[Any, Any]:
+def _vectors(a: Any, b: Any, axisa: int, axisb: int, names: tuple[str, str]
+             ) -> tuple[Any, Any]:
     """a and b with their vector axes last, a 2-vector beside a 3-vector
-    given a zero third entry, broadcast to one shape."""
+    given a zero third entry, broadcast to one shape. ``names``: the
+    arguments that gave ``axisa`` and ``axisb``."""
     moved = []
-    for name, x, ax in (("a", a, axisa), ("b", b, axisb)):
+    for name, x, ax, arg in (("a", a, axisa, names[0]), ("b", b, axisb, names[1])):
         if np.ndim(x) == 0:
             raise ValueError(f"{op_name('cross')}: {name} must have a vector axis, got a "
                              "scalar")
-        axis = normalize_axis("cross", ax, np.ndim(x), f"axis{name}")
+        axis = normalize_axis("cross", ax, np.ndim(x), arg)
         n = np.shape(x)[axis]
         if n not in (2, 3):
             raise ValueError(f"{op_name('cross')}: {name} with shape {np.shape(x)} has {n} "
-                             f"entries along axis{name}={ax}; cross products need vectors "
+                             f"entries along {arg}={ax}; cross products need vectors "
                              "of 2 or 3 entries")
         moved.append(moveaxis(x, axis, -1) if axis != np.ndim(x) - 1 else x)
     a, b = moved
@@ -245,13 +247,15 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
     (for 2-vectors ``ct * (b1, -b0)`` and ``ct * (-a1, a0)``).
     """
     a, b = promote("cross", {"a": a, "b": b}, "numeric")
+    names = ("axisa", "axisb", "axisc")
     if axis is not None:
         axisa = axisb = axisc = axis
-    a, b = _vectors(a, b, axisa, axisb)
+        names = ("axis",) * 3
+    a, b = _vectors(a, b, axisa, axisb, names[:2])
     out = cross_p.bind(a, b)
     if np.shape(a)[-1] == 2:
         return out
-    c = normalize_axis("cross", axisc, np.ndim(out), "axisc")
+    c = normalize_axis("cross", axisc, np.ndim(out), names[2])
     return out if c == np.ndim(out) - 1 else moveaxis(out, -1, c)
 
 

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray
-from ..core.args import as_array, dtype_param, float_array, number_param
+from ..core.args import as_array, dtype_param, float_array, number_param, shape_param
 from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -137,12 +137,9 @@ def _sampler_impl(one: Callable[..., Array], key: Array, *, shape: tuple[int, ..
 
 def _sampler_args(op: str, key: Any, shape: Any, dtype: Any) -> tuple[Any, tuple[int, ...],
                                                                        np.dtype]:
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
-        raise TypeError(f"{op_name(op)}: shape must be a tuple of non-negative ints, got "
-                        f"{shape!r}")
+    shape = shape_param(op, shape)
     dtype = dtype_param(op, "dtype", dtype, "float")
-    return key_arg(op, key), tuple(int(d) for d in shape), dtype
+    return key_arg(op, key), shape, dtype
 
 
 # ----------------------------------------------------------------- uniform

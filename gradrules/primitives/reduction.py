@@ -39,6 +39,7 @@ from .. import _jax
 from .._jax import Primitive, ShapedArray
 from ..core.args import as_array, bool_param, number_param
 from ..core.meta import check_dtype, normalize_axes, op_name
+from ..core.numerics import finite_or_zero
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._fused import log_sum_exp, upcast
@@ -148,7 +149,7 @@ def _per_count(total: Any, count: Any) -> Any:
     return gr_where(valid, out, np.full((), np.nan, jnp.result_type(out)))
 
 
-def _identity(kind: str, dtype: Any) -> Any:
+def extremum_identity(kind: str, dtype: Any) -> Any:
     """The identity of max (``kind="max"``: the lowest value of dtype) or min."""
     dtype = np.dtype(dtype)
     if jnp.issubdtype(dtype, jnp.floating):
@@ -157,15 +158,31 @@ def _identity(kind: str, dtype: Any) -> Any:
     return np.asarray(info.min if kind == "max" else info.max, dtype)
 
 
-def _reduction_op(prim: Primitive, kind: str, fill: float, doc: str) -> Callable[..., Array]:
+def widened_integers(x: Any) -> Any:
+    """x, an integer x narrower than jax.numpy's default integer converted
+    to it (unsigned to the default unsigned): what jnp.sum and jnp.prod
+    accumulate and return."""
+    dtype = np.dtype(jnp.result_type(x))
+    if not jnp.issubdtype(dtype, jnp.integer):
+        return x
+    wide = np.dtype(jax.dtypes.canonicalize_dtype(
+        np.uint64 if jnp.issubdtype(dtype, jnp.unsignedinteger) else np.int64))
+    return convert_element_type(x, dtype=wide) if dtype.itemsize < wide.itemsize else x
+
+
+def _reduction_op(prim: Primitive, kind: str, fill: float, doc: str,
+                  widen: bool = False) -> Callable[..., Array]:
     """The public function ``f(x, axis=None, *, keepdims=False, where=None)``
     of a reduction primitive without other params, whose ``where=`` reduces
-    x with ``fill`` (the reduction's identity) at the excluded entries."""
+    x with ``fill`` (the reduction's identity) at the excluded entries;
+    ``widen``: narrow integers reduced in the default integer
+    (``widened_integers``)."""
     name = prim.name
 
     def fn(x: ArrayLike, axis: Axis = None, *, keepdims: bool = False,
            where: ArrayLike | None = None) -> Array:
         x, params = reduction_args(name, x, axis, keepdims, kind)
+        x = widened_integers(x) if widen else x
         if where is not None:
             x = _masked(name, x, where, fill)
         return prim.bind(x, **params)
@@ -192,7 +209,8 @@ sum_p = define_primitive("sum", family=FAMILY, operands=("x",), params=("axes", 
                          infer_meta=reduction_meta("sum", "numeric"), impl=_sum_impl)
 sum = _reduction_op(sum_p, "numeric", 0.0, """``sum_{i in axis} x_i`` (over the entries
 ``where`` selects). Linear; its transpose broadcasts the cotangent back over
-the reduced axes.""")  # noqa: A001
+the reduced axes. Narrow integers are summed in the default integer, as
+jnp.sum does.""", widen=True)  # noqa: A001
 register_op(OpDef(name="sum", family=FAMILY, fn=sum, primitives=(sum_p,),
                   reference=_reduction_reference(jnp.sum), operands=("x",), linear=(("x",),)))
 
@@ -237,7 +255,8 @@ over the entries ``where`` selects).
 d out / d x_i = prod_{j != i} x_j, the product of the others, computed as the
 product of exclusive prefix and suffix products (``cumprod(exclusive=True)``)
 and never as out / x_i: it is finite and exact where x has zeros, at every
-derivative order.""")
+derivative order. Narrow integers are multiplied in the default integer, as
+jnp.prod does.""", widen=True)
 register_op(OpDef(name="prod", family=FAMILY, fn=prod, primitives=(prod_p,),
                   reference=_reduction_reference(jnp.prod), operands=("x",)))
 
@@ -268,7 +287,7 @@ def _extremum(prim: Primitive, combine: Callable[..., Array], x: Any, axis: Axis
     if reduced_size(np.shape(x), params["axes"]) == 0:
         return broadcast_to(initial, reduced_shape(np.shape(x), **params))
     if where is not None:
-        x = _masked(name, x, where, _identity(name, dtype))
+        x = _masked(name, x, where, extremum_identity(name, dtype))
     return combine(prim.bind(x, **params), initial)
 
 
@@ -350,16 +369,20 @@ def _first(x: Array, axes: tuple[int, ...]) -> Array:
 
 def _moments(x: Array, axes: tuple[int, ...], correction: float, keepdims: bool
              ) -> tuple[Array, Array]:
-    """``(var, mean)``: ``m = first + mean(x - first)`` (``first`` the slice's
-    first element), exactly the value of a constant slice (where mean(x)
-    rounds), so that its variance is a true 0 for std's derivative guard;
-    then ``sum((x - m)**2) / (n - correction)`` (NaN where n <= correction,
-    as jnp.var). Both reductions read x itself: no shifted copy of x is
-    written."""
+    """``(var, mean)`` in the accumulation dtype (float32 for 16-bit x; the
+    callers cast): ``m = f + mean(x - f)`` (``f`` the slice's first element
+    where finite, else 0), exactly the value of a constant slice (where
+    mean(x) rounds, and overflows for a float32 slice of 3e38), so that its
+    variance is a true 0 for std's derivative guard; then ``sum((x -
+    m)**2) / (n - correction)`` (NaN where n <= correction, as jnp.var). Both
+    reductions read x itself: no shifted copy of x is written. (A slice
+    spanning more than the dtype's range, 3e38 beside -3e38, overflows
+    ``x - f``.)"""
+    x = upcast(x)
     n = math.prod(x.shape[a] for a in axes)
     m = jnp.mean(x, axes, keepdims=True)          # NaN over an empty slice
     if n:
-        first = _first(x, axes)
+        first = finite_or_zero(_first(x, axes))
         m = first + jnp.mean(x - first, axes, keepdims=True)
     total = jnp.sum(jnp.square(x - m), axes, keepdims=keepdims)
     var = (total / jnp.asarray(n - correction, total.dtype) if n > correction
@@ -371,7 +394,7 @@ _MOMENT_PARAMS = ("axes", "correction", "keepdims")
 
 
 def _var_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool) -> Array:
-    return _moments(x, axes, correction, keepdims)[0]
+    return _moments(x, axes, correction, keepdims)[0].astype(x.dtype)
 
 
 var_p = define_primitive("var", family=FAMILY, operands=("x",), params=_MOMENT_PARAMS,
@@ -425,7 +448,7 @@ register_op(OpDef(name="var", family=FAMILY, fn=var, primitives=(var_p,),
 
 
 def _std_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool) -> Array:
-    return jnp.sqrt(_var_impl(x, axes=axes, correction=correction, keepdims=keepdims))
+    return jnp.sqrt(_moments(x, axes, correction, keepdims)[0]).astype(x.dtype)
 
 
 std_p = define_primitive("std", family=FAMILY, operands=("x",), params=_MOMENT_PARAMS,
@@ -458,7 +481,7 @@ register_op(OpDef(name="std", family=FAMILY, fn=std, primitives=(std_p,),
 
 def _var_mean_impl(x: Array, *, axes: tuple[int, ...], correction: float, keepdims: bool
                    ) -> list[Array]:
-    return list(_moments(x, axes, correction, keepdims))
+    return [v.astype(x.dtype) for v in _moments(x, axes, correction, keepdims)]
 
 
 var_mean_p = define_primitive("var_mean", family=FAMILY, operands=("x",),

@@ -203,10 +203,10 @@ def pixel_shuffle(x: ArrayLike, *, upscale_factor: int) -> Array:
 
 
 def _pixel_shuffle_reference(x: Array, *, upscale_factor: int) -> Array:
-    n, c, h, w = x.shape
+    *lead, c, h, w = x.shape
     r = upscale_factor
-    return jnp.einsum("ncijhw->nchiwj", x.reshape(n, c // (r * r), r, r, h, w)).reshape(
-        n, c // (r * r), h * r, w * r)
+    return jnp.einsum("...cijhw->...chiwj", x.reshape(*lead, c // (r * r), r, r, h, w)).reshape(
+        *lead, c // (r * r), h * r, w * r)
 
 
 register_op(OpDef(name="pixel_shuffle", family=FAMILY, fn=pixel_shuffle,
@@ -236,10 +236,10 @@ def pixel_unshuffle(x: ArrayLike, *, downscale_factor: int) -> Array:
 
 
 def _pixel_unshuffle_reference(x: Array, *, downscale_factor: int) -> Array:
-    n, c, h, w = x.shape
+    *lead, c, h, w = x.shape
     r = downscale_factor
-    return jnp.einsum("nchiwj->ncijhw", x.reshape(n, c, h // r, r, w // r, r)).reshape(
-        n, c * r * r, h // r, w // r)
+    return jnp.einsum("...chiwj->...cijhw", x.reshape(*lead, c, h // r, r, w // r, r)).reshape(
+        *lead, c * r * r, h // r, w // r)
 
 
 register_op(OpDef(name="pixel_unshuffle", family=FAMILY, fn=pixel_unshuffle,
@@ -292,9 +292,10 @@ def unpatchify(tokens: ArrayLike, *, grid_h: int, grid_w: int, patch_size: int,
 
 def _unpatchify_reference(tokens: Array, *, grid_h: int, grid_w: int, patch_size: int,
                           channels: int) -> Array:
-    n, p = tokens.shape[0], patch_size
-    x = tokens.reshape(n, grid_h, grid_w, p, p, channels)
-    return jnp.einsum("nhwpqc->nchpwq", x).reshape(n, channels, grid_h * p, grid_w * p)
+    *lead, _, _ = tokens.shape
+    p = patch_size
+    x = tokens.reshape(*lead, grid_h, grid_w, p, p, channels)
+    return jnp.einsum("...hwpqc->...chpwq", x).reshape(*lead, channels, grid_h * p, grid_w * p)
 
 
 register_op(OpDef(name="unpatchify", family=FAMILY, fn=unpatchify, primitives=(unpatchify_p,),
@@ -335,9 +336,10 @@ def patchify(x: ArrayLike, *, grid_h: int, grid_w: int, patch_size: int, channel
 
 def _patchify_reference(x: Array, *, grid_h: int, grid_w: int, patch_size: int,
                         channels: int) -> Array:
-    n, p = x.shape[0], patch_size
-    y = x.reshape(n, channels, grid_h, p, grid_w, p)
-    return jnp.einsum("nchpwq->nhwpqc", y).reshape(n, grid_h * grid_w, p * p * channels)
+    *lead, _, _, _ = x.shape
+    p = patch_size
+    y = x.reshape(*lead, channels, grid_h, p, grid_w, p)
+    return jnp.einsum("...chpwq->...hwpqc", y).reshape(*lead, grid_h * grid_w, p * p * channels)
 
 
 register_op(OpDef(name="patchify", family=FAMILY, fn=patchify, primitives=(patchify_p,),

@@ -23,6 +23,7 @@ from .._jax import Primitive, ShapedArray
 from ..core.meta import check_dtype, normalize_axis, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
+from ._fused import upcast
 from .convert import promote
 
 Array = jax.Array
@@ -172,11 +173,13 @@ register_op(OpDef(name="cummax", family=FAMILY, fn=cummax, primitives=(cummax_p,
 
 # ----------------------------------------------------------- logcumsumexp
 def _logcumsumexp_impl(x: Array, *, axis: int, reverse: bool) -> Array:
-    """An associative scan of logaddexp: lax.cumlogsumexp lowers to a
-    reduce_window on the CPU, O(n) work per element (20x slower at n = 1448)."""
+    """An associative scan of logaddexp, in float32 for 16-bit input (cast at
+    the end): lax.cumlogsumexp lowers to a reduce_window on the CPU, O(n) work
+    per element (20x slower at n = 1448)."""
     if x.shape[axis] == 0:
         return x
-    return lax.associative_scan(jnp.logaddexp, x, reverse=reverse, axis=axis)
+    return lax.associative_scan(jnp.logaddexp, upcast(x), reverse=reverse,
+                                axis=axis).astype(x.dtype)
 
 
 logcumsumexp_p = define_primitive("logcumsumexp", family=FAMILY, operands=("x",),
@@ -195,8 +198,12 @@ def logcumsumexp(x: ArrayLike, *, axis: int, reverse: bool = False) -> Array:
     with ``w_i = exp(x_i - out_i)`` and ``a_i = exp(out_{i-1} - out_i) = 1 -
     w_i``, both in [0, 1]: ``linear_recurrence`` (linear in the tangent, so it
     transposes to the reversed recurrence) with no exp of a large number and no
-    division, finite for entries of -inf or +-1e4. Where out_i is -inf (all -inf
-    so far) the weights are 0, as ``logsumexp``'s over an all -inf row.
+    division, finite for entries of -inf or +-1e4. The weights are those of
+    ``z = x - max(x)`` (the same, shift-invariant), in float32 for 16-bit
+    input, so that no rounded out enters them (a float32 row of 3e38, a
+    bfloat16 row of 1e4: weights 1/n). Where out_i is -inf (all -inf so far)
+    the weights are 0, as ``logsumexp``'s over an all -inf row. The value is
+    computed in float32 for 16-bit input too.
     """
     x, axis = axis_args("logcumsumexp", x, axis, "float", reverse=reverse)
     return logcumsumexp_p.bind(x, axis=axis, reverse=reverse)

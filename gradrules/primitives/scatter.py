@@ -31,6 +31,7 @@ from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from .convert import index_arg, promote
 from .gather import check_along_axis, check_nonempty, clip_index, wrap_index
+from .reduction import extremum_identity
 from .shape import broadcast_to
 
 Array = jax.Array
@@ -77,8 +78,9 @@ def dense_scatter(index: Array, src: Array, axis: int, n: int, fill: Any = 0.0) 
     trailing axis over the entries of ``index`` along ``axis``: the src values
     that land at each target, ``fill`` elsewhere."""
     axis = axis % np.ndim(index)
+    src = jnp.asarray(src)
     hit = clip_index(index, n)[..., None] == jnp.arange(n)
-    vals = jnp.where(hit, jnp.asarray(src)[..., None], fill)
+    vals = jnp.where(hit, src[..., None], jnp.asarray(fill, src.dtype))
     return jnp.moveaxis(vals, (axis, -1), (-1, axis))
 
 
@@ -108,7 +110,8 @@ def scatter_add(x: ArrayLike, index: ArrayLike, src: ArrayLike, *, axis: int) ->
 
 
 def _reference_scatter_add(x: Array, index: Array, src: Array, *, axis: int) -> Array:
-    return x + jnp.sum(dense_scatter(index, src, axis, x.shape[axis]), axis=-1)
+    # dtype: jnp.sum widens narrow integers
+    return x + jnp.sum(dense_scatter(index, src, axis, x.shape[axis]), axis=-1, dtype=x.dtype)
 
 
 register_op(OpDef(name="scatter_add", family=FAMILY, fn=scatter_add,
@@ -238,19 +241,22 @@ def scatter_reduce(x: ArrayLike, index: ArrayLike, src: ArrayLike, *, axis: int,
 def _reference_scatter_reduce(x: Array, index: Array, src: Array, *, axis: int,
                               reduce: str) -> Array:
     n = x.shape[axis]
-    fill = {"sum": 0.0, "mean": 0.0, "prod": 1.0, "amax": -jnp.inf, "amin": jnp.inf}[reduce]
+    fill = {"sum": 0, "mean": 0, "prod": 1, "amax": extremum_identity("max", src.dtype),
+            "amin": extremum_identity("min", src.dtype)}[reduce]
     both = jnp.concatenate([jnp.asarray(x)[..., None],
                             dense_scatter(index, src, axis, n, fill)], axis=-1)
-    if reduce == "sum":
-        return jnp.sum(both, -1)
+    if reduce == "sum":                # dtype: jnp.sum and prod widen narrow integers
+        return jnp.sum(both, -1, dtype=both.dtype)
     if reduce == "prod":
-        return jnp.prod(both, -1)
+        return jnp.prod(both, -1, dtype=both.dtype)
     if reduce == "amax":
         return jnp.max(both, -1)
     if reduce == "amin":
         return jnp.min(both, -1)
-    count = jnp.sum(dense_scatter(index, jnp.ones(index.shape), axis, n), -1)
-    return jnp.sum(both, -1) / (1 + count)
+    count = 1 + jnp.sum(dense_scatter(index, jnp.ones(index.shape, both.dtype), axis, n), -1,
+                        dtype=both.dtype)
+    total = jnp.sum(both, -1, dtype=both.dtype)
+    return total / count if jnp.issubdtype(both.dtype, jnp.inexact) else lax.div(total, count)
 
 
 register_op(OpDef(name="scatter_reduce", family=FAMILY, fn=scatter_reduce,
@@ -339,7 +345,8 @@ def _reference_index_put(x: Array, indices: tuple[Array, ...], values: Array, *,
     hit = flat.reshape(-1)[:, None] == jnp.arange(x2.shape[0])    # [entry, target]
     hit = hit.reshape(hit.shape + (1,) * len(rest))
     if accumulate:
-        out = x2 + jnp.sum(jnp.where(hit, vals[:, None], 0.0), axis=0)
+        zero = jnp.zeros((), x2.dtype)          # dtype: in x's integer dtype too
+        out = x2 + jnp.sum(jnp.where(hit, vals[:, None], zero), axis=0, dtype=x2.dtype)
     elif flat.size == 0:
         out = x2
     else:
@@ -484,6 +491,7 @@ def slice_scatter(x: ArrayLike, src: ArrayLike, *, axis: int = 0, start: int | N
     x, src = promote("slice_scatter", {"x": x, "src": src}, "any")
     axis = normalize_axis("slice_scatter", axis, np.ndim(x))
     slices = _full_slices(x)
+    step = int_param("slice_scatter", "step", step)     # an int, not None
     slices[axis] = _python_slice("slice_scatter", np.shape(x)[axis], start, end, step)
     want = tuple(c for _, _, c in slices)
     if np.shape(src) != want:

@@ -238,8 +238,8 @@ expand_dims_p = define_primitive("expand_dims", family=FAMILY, operands=("x",), 
 def expand_dims(x: ArrayLike, *, axis: int | Sequence[int]) -> Array:
     """Insert size-1 axes at ``axis`` (positions in the result, as numpy)."""
     x = _array("expand_dims", x)
-    n = len(axis) if isinstance(axis, (tuple, list)) else 1
-    axes = normalize_axes("expand_dims", axis, np.ndim(x) + n)
+    axis = int_tuple("expand_dims", "axis", axis)
+    axes = normalize_axes("expand_dims", axis, np.ndim(x) + len(axis))
     return expand_dims_p.bind(x, axes=axes)
 
 

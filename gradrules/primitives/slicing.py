@@ -25,7 +25,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import ShapedArray
-from ..core.args import int_tuple
+from ..core.args import int_param, int_tuple
 from ..core.meta import check_dtype, normalize_axis, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -340,16 +340,17 @@ def split(x: ArrayLike, *, indices_or_sections: int | Sequence[int], axis: int =
     n = np.shape(x)[axis]
     if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(
             indices_or_sections, bool):
-        k = int(indices_or_sections)
-        if k < 1 or n % k:
-            raise ValueError(f"{op_name('split')}: {k} sections do not divide axis {axis} of "
-                             f"size {n} equally")
+        k = int_param("split", "indices_or_sections", indices_or_sections, lo=1)
+        if n % k:
+            raise ValueError(f"{op_name('split')}: indices_or_sections={k} sections do not "
+                             f"divide axis {axis} of x with shape {np.shape(x)} equally")
         sizes = (n // k,) * k
     else:
         points = int_tuple("split", "indices_or_sections", indices_or_sections)
         if list(points) != sorted(points) or any(not 0 <= p <= n for p in points):
-            raise ValueError(f"{op_name('split')}: split points {points} must be increasing "
-                             f"and within [0, {n}]")
+            raise ValueError(f"{op_name('split')}: split points indices_or_sections="
+                             f"{points} must be increasing and within [0, {n}] (axis {axis} "
+                             f"of x with shape {np.shape(x)})")
         sizes = tuple(int(s) for s in np.diff((0,) + points + (n,)))
     return tuple(split_p.bind(x, sizes=sizes, axis=axis))
 

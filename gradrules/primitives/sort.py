@@ -9,6 +9,7 @@ the first occurrence.
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Any
 
@@ -186,6 +187,7 @@ def _topk_reference(x: ArrayLike, *, k: int, axis: int = -1, largest: bool = Tru
     xt = jnp.moveaxis(jnp.asarray(x), axis, -1)
     values, idx = lax.top_k(xt if largest else -xt, k)
     values = values if largest else -values
+    idx = idx.astype(default_index_dtype())   # lax.top_k's are int32 (module docstring)
     return jnp.moveaxis(values, -1, axis), jnp.moveaxis(idx, -1, axis)
 
 
@@ -199,7 +201,8 @@ def _arg_extremum_impl(fn: Any, x: Array, *, axes: tuple[int, ...], keepdims: bo
     """``fn`` (jnp.argmax or jnp.argmin) over the reduced axes, moved last and
     merged: the flat (row-major) index over them."""
     kept = [i for i in range(x.ndim) if i not in axes]
-    xt = jnp.transpose(x, kept + list(axes)).reshape([x.shape[i] for i in kept] + [-1])
+    merged = math.prod(x.shape[i] for i in axes)    # not -1: a kept axis may be empty
+    xt = jnp.transpose(x, kept + list(axes)).reshape([x.shape[i] for i in kept] + [merged])
     idx = fn(xt, axis=-1).astype(index_dtype)
     return idx.reshape(reduced_shape(x.shape, axes, keepdims))
 

@@ -30,11 +30,13 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .._jax import ShapedArray
+from .._jax import ShapedArray, aval_of
 from ..core.args import bool_param, float_array
 from ..core.meta import check_dtype, normalize_axes, normalize_axis, op_name
+from ..core.numerics import acc_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
+from ._compose import cast
 from .convert import promote
 from . import reduction, shape
 from .reduction import reduced_shape
@@ -226,11 +228,12 @@ def _matrix_norm_of(x: Any, ord: str, rows: int, cols: int, keepdims: bool) -> A
         sums = norm_p.bind(x, ord="1", axes=(down,), keepdims=True)
         pick = reduction.max if ord in ("1", "inf") else reduction.min
         out = pick(sums, axis=across, keepdims=True)
-    else:
-        s = svd(shape.moveaxis(x, (rows, cols), (-2, -1)))[1]
+    else:             # svd in float32 for 16-bit x (LAPACK has no 16-bit kernels)
+        dtype = aval_of(x).dtype
+        s = svd(shape.moveaxis(cast(x, acc_dtype(dtype)), (rows, cols), (-2, -1)))[1]
         pick = {"spectral": reduction.max, "-spectral": reduction.min,
                 "nuc": reduction.sum}[ord]
-        out = shape.expand_dims(pick(s, axis=-1), axis=(rows, cols))
+        out = cast(shape.expand_dims(pick(s, axis=-1), axis=(rows, cols)), dtype)
     return out if keepdims else shape.squeeze(out, axis=(rows, cols))
 
 

@@ -50,7 +50,9 @@ from ..primitives.loss import (cross_entropy_cotangent, cross_entropy_jvp_p, cro
                                fused_linear_cross_entropy_vjp_p, mask_tokens, nll_loss_p,
                                one_hot, softmax_cross_entropy_p)
 from ..primitives.reduction import sum as gr_sum
-from ..primitives.shape import expand_dims, moveaxis
+from ..primitives.gather import take_along_axis
+from ..primitives.scatter import scatter_add
+from ..primitives.shape import broadcast_to, expand_dims, moveaxis, squeeze
 from ..primitives.softmax import log_softmax
 from ..primitives.unary import neg
 from ._common import (align_front, batch_size, bdim_to_front, fold_batch, front_batch,
@@ -137,17 +139,21 @@ register_rules(fused_linear_cross_entropy_vjp_p, linear=("g_loss", "g_lse"), **f
 
 
 # nll_loss --------------------------------------------------------------------------
-def _nll_loss_transpose(ct: Cotangent, logp: MaybeUndefined, labels: MaybeUndefined,
+def _nll_loss_transpose(ct: Cotangent, logp: MaybeUndefined, index: MaybeUndefined,
                         weight: MaybeUndefined, *, ignore_index: int) -> list[Any]:
     """``-ct`` times the other operand, put on the label's entry (NaN rows for
-    out-of-range labels, as the forward)."""
-    classes = aval_of(logp).shape[-1]
-    minus_ct = expand_dims(neg(mask_tokens(ct, labels, classes, ignore_index)), axis=-1)
-    hot = one_hot(labels, classes, np.bool_, ignore_index)
-    other = weight if is_undefined_primal(logp) else logp
-    out = where(hot, multiply(minus_ct, other), multiply(minus_ct, 0.0))
+    out-of-range labels, as the forward): for logp a scatter-add at the
+    forward's gather index (the reference's transpose), for the weight the
+    one-hot rows summed over the tokens."""
+    shape = aval_of(logp).shape
+    labels = squeeze(index, axis=-1)
+    minus_ct = expand_dims(neg(mask_tokens(ct, labels, shape[-1], ignore_index)), axis=-1)
     if is_undefined_primal(logp):
-        return [out, None, None]
+        picked = take_along_axis(broadcast_to(weight, shape), index, axis=-1)
+        zeros = broadcast_to(multiply(minus_ct, 0.0), shape)
+        return [scatter_add(zeros, index, multiply(minus_ct, picked), axis=-1), None, None]
+    hot = one_hot(labels, shape[-1], np.bool_, ignore_index)
+    out = where(hot, multiply(minus_ct, logp), multiply(minus_ct, 0.0))
     return [None, None, unbroadcast(out, weight.aval)]
 
 
@@ -155,12 +161,12 @@ def _nll_loss_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
                     ignore_index: int) -> BatchResult:
     """logp and labels with the batch axis in front; a batched weight too,
     with size-1 axes after it so that it broadcasts against logp."""
-    (logp, labels, weight), (d_logp, d_labels, d_weight) = args, dims
+    (logp, index, weight), (d_logp, d_index, d_weight) = args, dims
     size = batch_size(args, dims)
-    logp, labels = bdim_to_front(logp, d_logp, size), bdim_to_front(labels, d_labels, size)
+    logp, index = bdim_to_front(logp, d_logp, size), bdim_to_front(index, d_index, size)
     if d_weight is not None:
         weight = align_front(moveaxis(weight, d_weight, 0), np.ndim(logp))
-    return nll_loss_p.bind(logp, labels, weight, ignore_index=ignore_index), 0
+    return nll_loss_p.bind(logp, index, weight, ignore_index=ignore_index), 0
 
 
 register_rules(nll_loss_p, linear=(("logp",), ("weight",)),
@@ -171,15 +177,20 @@ register_rules(nll_loss_p, linear=(("logp",), ("weight",)),
 # softmax_cross_entropy -------------------------------------------------------------
 def safe_log_probs(logits: Any) -> Any:
     """``log_softmax(logits)`` over the last axis, in float32 for 16-bit
-    logits, with 0 where it is ``-inf`` (classes left out of the loss)."""
+    logits, with 0 where the logit is ``-inf`` (masked classes, left out of
+    the loss; a finite logit whose log-probability overflows to ``-inf``
+    still counts)."""
     logp = log_softmax(cast(logits, acc_dtype(aval_of(logits).dtype)), axis=-1)
-    return where(eq(logp, -np.inf), 0.0, logp)
+    return where(eq(logits, -np.inf), 0.0, logp)
 
 
 def softmax_cross_entropy_composite(logits: Any, labels: Any) -> Any:
     """``-sum(labels * safe_log_probs(logits), -1)`` in gradrules ops (the
     forward's maths, ``_loss_xla.sce_forward``): what the JVP rule
-    differentiates in the logits."""
+    differentiates in the logits. Its tangent, ``-sum(labels * t_logp)``,
+    is finite where a log-probability overflowed to -inf; the forward also
+    takes such a term as 0 where its label is 0, which no where on the labels
+    here may do (the mixed derivatives in the labels pass through this)."""
     logp = safe_log_probs(logits)
     loss = neg(gr_sum(multiply(cast(labels, aval_of(logp).dtype), logp), axis=-1))
     return cast(loss, aval_of(logits).dtype)

@@ -22,9 +22,10 @@ from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined,
 from ..core.numerics import acc_dtype
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
-from ..primitives._compose import cast, indicator
+from ..primitives._compose import cast, full, indicator
 from ..primitives.arithmetic import div_scale_p, divide, multiply, subtract
 from ..primitives.compare import eq, gt, where
+from ..primitives.logical import isnan, logical_and, logical_or
 from ..primitives.reduction import (logsumexp_p, max_p, mean_p, min_p, prod_p,
                                     reduced_size, std_p, sum_p, var_mean_p, var_p)
 from ..primitives.scan import cumprod_p
@@ -96,7 +97,11 @@ def _prod_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axes: tupl
               keepdims: bool) -> JvpResult:
     """t_out = sum_i t_i prod_{j != i} x_j, the product of the others taken as
     (exclusive prefix product) * (exclusive suffix product) over the reduced
-    elements flattened into one axis: no division, exact with zeros."""
+    elements flattened into one axis: no division, exact with zeros at every
+    order. Where one factor is 0 and the other overflowed to inf (a slice
+    holding 3e38, -3e38 and 0: the others of an entry include the 0), the
+    product is 0, not inf * 0 = NaN (a where on the NaN alone, so the
+    derivatives at finite zeros keep the product's)."""
     (x,), (t,) = primals, tangents
     out = prod_p.bind(x, axes=axes, keepdims=keepdims)
     if is_zero(t):
@@ -106,6 +111,8 @@ def _prod_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axes: tupl
     before = cumprod_p.bind(flat, axis=last, reverse=False, exclusive=True)
     after = cumprod_p.bind(flat, axis=last, reverse=True, exclusive=True)
     others = multiply(before, after)
+    inf_times_zero = logical_and(isnan(others), logical_or(eq(before, 0.0), eq(after, 0.0)))
+    others = where(inf_times_zero, 0.0, others)
     t_out = sum_p.bind(multiply(_flatten_reduced(t, axes), others), axes=(last,),
                        keepdims=False)
     return out, reshape_p.bind(t_out, new_sizes=tuple(aval_of(out).shape))
@@ -139,11 +146,17 @@ register_rules(min_p, jvp=partial(_extremum_jvp, min_p), transpose=NOT_LINEAR,
 def _var_tangent(x: Any, t: Any, axes: tuple[int, ...], correction: float,
                  keepdims: bool) -> Any:
     """d var = 2 / (n - correction) * sum((x - mean) * t) (inf for n <= correction,
-    as jax.numpy's normalizer max(n - correction, 0))."""
-    centered = subtract(x, mean_p.bind(x, axes=axes, keepdims=True))
-    s = _reduce(sum_p, multiply(centered, t), axes, keepdims)
+    as jax.numpy's normalizer max(n - correction, 0)), in float32 for 16-bit
+    input. The mean is var_mean's, which is exact for a constant slice and
+    cannot overflow (mean(x) of a float32 slice of 3e38 is inf, which made
+    the derivative of its variance 0 infinite)."""
+    dtype = aval_of(x).dtype
+    acc = acc_dtype(dtype)
+    x, t = cast(x, acc), cast(t, acc)
+    m = var_mean_p.bind(x, axes=axes, correction=0.0, keepdims=True)[1]
+    s = _reduce(sum_p, multiply(subtract(x, m), t), axes, keepdims)
     denom = max(reduced_size(np.shape(x), axes) - correction, 0.0)
-    return multiply(s, 2.0 / denom if denom else np.inf)
+    return cast(multiply(s, 2.0 / denom if denom else np.inf), dtype)
 
 
 def _var_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axes: tuple[int, ...],
@@ -193,13 +206,25 @@ register_rules(var_mean_p, jvp=_var_mean_jvp, transpose=NOT_LINEAR,
 
 
 # logsumexp -----------------------------------------------------------------
+def finite_max(x: Any, axes: tuple[int, ...]) -> Any:
+    """The maximum of x over ``axes`` (kept), 0 where every entry is -inf or
+    the axes are empty (max has no identity): a shift ``x - m`` that is <= 0
+    and never -inf - -inf, in gradrules ops (``_fused.max_shift`` in
+    jax.numpy)."""
+    shape = np.shape(x)
+    if reduced_size(shape, axes) == 0:
+        return full(tuple(1 if i in axes else d for i, d in enumerate(shape)), 0,
+                    aval_of(x).dtype)
+    m = max_p.bind(x, axes=axes, keepdims=True)
+    return where(eq(m, -np.inf), 0.0, m)
+
+
 def _softmax_weights(x: Any, axes: tuple[int, ...]) -> Any:
     """``exp(x - m) / sum(exp(x - m))`` over ``axes`` (kept), m the maximum
     (0 where every entry is -inf, whose weights are then 0): normalised by
     the maximum, so no rounded log-sum-exp enters (a row of 3e38, a bf16 row
     of -1e4). m cancels, so its derivatives contribute nothing."""
-    m = max_p.bind(x, axes=axes, keepdims=True)
-    e = exp(subtract(x, where(eq(m, -np.inf), 0.0, m)))
+    e = exp(subtract(x, finite_max(x, axes)))
     total = sum_p.bind(e, axes=axes, keepdims=True)
     return divide(e, where(gt(total, 0.0), total, 1.0))
 

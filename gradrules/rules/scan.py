@@ -14,9 +14,11 @@ import numpy as np
 
 from .. import _jax
 from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
-                    Tangent, is_undefined_primal, is_zero)
+                    Tangent, aval_of, is_undefined_primal, is_zero)
+from ..core.numerics import acc_dtype
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
+from ..primitives._compose import cast
 from ..primitives.arithmetic import add, multiply, subtract
 from ..primitives.compare import eq, where
 from ..primitives.unary import exp
@@ -25,6 +27,7 @@ from ..primitives.scan import (cummax_p, cumprod_p, cumsum_p, linear_recurrence_
                                logcumsumexp_p)
 from ..primitives.shape import broadcast_in_dim_p
 from ._common import add_tangents, linear_jvp, shifted_front_batch
+from .reduction import finite_max
 
 
 def axis_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim], *, axis: int,
@@ -109,19 +112,29 @@ register_rules(cummax_p, jvp=_cummax_jvp, transpose=NOT_LINEAR,
 def _logcumsumexp_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axis: int,
                       reverse: bool) -> JvpResult:
     """t_out_i = sum_{j <= i} exp(x_j - out_i) t_j as ``u_i = (1 - w_i) u_{i-1}
-    + w_i t_i``, w = exp(x - out) in [0, 1] (0 where out is -inf: a double
-    where, so no -inf - -inf at any order): the exclusive linear_recurrence s
-    with coefficients a = 1 - w, then u = a s + w t."""
+    + w_i t_i``, w = exp(x - out) in [0, 1]: the exclusive linear_recurrence s
+    with coefficients a = 1 - w, then u = a s + w t.
+
+    w is taken as ``exp(z - logcumsumexp(z))`` with ``z = x - m``, m the
+    maximum along the axis (``finite_max``), in float32 for 16-bit input:
+    shift-invariant, so m's derivatives cancel, and free of the rounding of
+    a large out (a float32 row of 3e38, or a bfloat16 row of 1e4, whose out
+    rounds back to x and gave w = 1). 0 where every entry so far is -inf (a
+    double where, so no -inf - -inf at any order)."""
     (x,), (t,) = primals, tangents
     out = logcumsumexp_p.bind(x, axis=axis, reverse=reverse)
     if is_zero(t):
         return out, _jax.zero_tangent(out)
-    dead = eq(out, -np.inf)
-    w = where(dead, 0.0, exp(subtract(where(dead, 0.0, x), where(dead, 0.0, out))))
+    dtype = aval_of(x).dtype
+    acc = acc_dtype(dtype)
+    z = subtract(cast(x, acc), finite_max(cast(x, acc), (axis,)))
+    out_z = logcumsumexp_p.bind(z, axis=axis, reverse=reverse)
+    dead = eq(out_z, -np.inf)
+    w = where(dead, 0.0, exp(subtract(where(dead, 0.0, z), where(dead, 0.0, out_z))))
     a = subtract(1.0, w)
-    wt = multiply(w, t)
+    wt = multiply(w, cast(t, acc))
     s = linear_recurrence_p.bind(a, wt, axis=axis, reverse=reverse)
-    return out, add(multiply(a, s), wt)
+    return out, cast(add(multiply(a, s), wt), dtype)
 
 
 register_rules(logcumsumexp_p, jvp=_logcumsumexp_jvp, transpose=NOT_LINEAR,

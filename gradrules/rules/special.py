@@ -9,15 +9,33 @@ import math
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
+from .._jax import aval_of
+from ..core.numerics import acc_dtype
 from ..core.primitive import register_rules
 from ..primitives import special as s
+from ..primitives._compose import cast
 from ..primitives.arithmetic import add, divide, multiply, subtract
-from ..primitives.compare import where
-from ..primitives.unary import abs, exp, neg, sign, square
+from ..primitives.compare import gt, where
+from ..primitives.unary import abs, exp, neg, reciprocal, sign, square
 from ._common import elementwise_rules
 from .unary import eps_root, polynomial, split_near_zero
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def in_acc_dtype(f: Any, x: Any, out: Any) -> tuple[Any, Any]:
+    """``(x, f(x))`` in the accumulation dtype (float32 for 16-bit x; the
+    callers cast their derivative back): ``out`` itself where x already has
+    it, else f recomputed there, for derivatives that cancel (erfcx', i0e',
+    i1e' subtract near-equal terms, which a bfloat16 ``out`` gets wrong by
+    percents)."""
+    acc = acc_dtype(aval_of(x).dtype)
+    if np.dtype(aval_of(x).dtype) == np.dtype(acc):
+        return x, out
+    xa = cast(x, acc)
+    return xa, f(xa)
 
 
 def _erf_dx(x: Any, out: Any) -> Any:
@@ -41,8 +59,33 @@ def _erfinv_dx(x: Any, out: Any) -> Any:
 register_rules(s.erfinv_p, **elementwise_rules(s.erfinv_p, _erfinv_dx))
 
 
+# erfcx'(x) ~ -1 / (sqrt(pi) x**2) sum_n (-1)**n (2n+1)!! / (2 x**2)**n for x -> inf
+# (the derivative of erfcx's asymptotic series), from x = t on with k terms: (t, k)
+# = (20, 8) in float64, (12, 5) in float32 (where 16-bit input is computed). The
+# first omitted term, (2k+1)!! / (2 t**2)**k, is 2e-16 (float64) or 5e-9 (float32)
+# of the sum, and the closed form's cancellation below t, about 2 eps x**2
+# relative, at most 9e-14 or 2e-5.
+_ERFCX_DX_SERIES = tuple((-1) ** n * math.prod(range(1, 2 * n + 2, 2)) / 2.0 ** n
+                         for n in range(8))
+_ERFCX_ASYMPTOTIC = {True: (20.0, 8), False: (12.0, 5)}     # by "float64?": (t, k)
+
+
 def _erfcx_dx(x: Any, out: Any) -> Any:
-    return subtract(multiply(multiply(x, 2.0), out), _TWO_OVER_SQRT_PI)
+    """2 x erfcx(x) - 2/sqrt(pi) for x <= t, and the asymptotic series
+    -r**2 / sqrt(pi) P(r**2), r = 1 / x, beyond t (``_ERFCX_ASYMPTOTIC``):
+    the closed form cancels as x grows (float32: 20x too large at x = 1e4,
+    NaN at 3e38; bfloat16: 0 at x = 20, the wrong sign at 88). In float32
+    for 16-bit input, with erfcx recomputed there (its bfloat16 output would
+    cancel at x = 5 already). Double where: each branch at a safe x (the
+    series at t, the closed form at 0)."""
+    xa, e = in_acc_dtype(s.erfcx, x, out)
+    t, terms = _ERFCX_ASYMPTOTIC[np.dtype(aval_of(xa).dtype) == np.float64]
+    big = gt(xa, t)
+    closed = subtract(multiply(multiply(where(big, 0.0, xa), 2.0), e), _TWO_OVER_SQRT_PI)
+    r2 = square(reciprocal(where(big, xa, t)))
+    series = multiply(multiply(r2, -1.0 / math.sqrt(math.pi)),
+                      polynomial(r2, _ERFCX_DX_SERIES[:terms]))
+    return cast(where(big, series, closed), aval_of(x).dtype)
 
 
 register_rules(s.erfcx_p, **elementwise_rules(s.erfcx_p, _erfcx_dx))
@@ -63,7 +106,9 @@ register_rules(s.digamma_p, **elementwise_rules(s.digamma_p, _digamma_dx))
 
 
 def _bessel_i0e_dx(x: Any, out: Any) -> Any:
-    return subtract(s.bessel_i1e(x), multiply(sign(x), out))
+    """i1e(x) - sign(x) i0e(x), in float32 for 16-bit input (``in_acc_dtype``)."""
+    xa, i0e = in_acc_dtype(s.bessel_i0e, x, out)
+    return cast(subtract(s.bessel_i1e(xa), multiply(sign(xa), i0e)), aval_of(x).dtype)
 
 
 register_rules(s.bessel_i0e_p, **elementwise_rules(s.bessel_i0e_p, _bessel_i0e_dx))
@@ -107,11 +152,13 @@ def _bessel_i1e_dx(x: Any, out: Any) -> Any:
     Double where: each branch is evaluated at a safe x (the formula at 1 where
     |x| <= t, the series at 0 where |x| > t), so neither it nor any of its
     derivatives is inf or NaN where it is not selected."""
+    dtype = aval_of(x).dtype
+    x, out = in_acc_dtype(s.bessel_i1e, x, out)       # float32 for 16-bit input
     small, xs, safe = split_near_zero(x, eps_root(x, 8))
     formula = subtract(s.bessel_i0e(safe), add(multiply(sign(safe), out), divide(out, safe)))
     x2 = square(xs)
     series = add(polynomial(x2, _I1E_DX_EVEN), multiply(abs(xs), polynomial(x2, _I1E_DX_ODD)))
-    return where(small, series, formula)
+    return cast(where(small, series, formula), dtype)
 
 
 register_rules(s.bessel_i1e_p, **elementwise_rules(s.bessel_i1e_p, _bessel_i1e_dx))

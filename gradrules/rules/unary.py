@@ -80,7 +80,7 @@ register_rules(u.exp2_p, **elementwise_rules(u.exp2_p, _exp2_dx))
 
 
 def _expm1_dx(x: Any, out: Any) -> Any:
-    return add(out, 1.0)
+    return u.exp(x)                                   # out + 1 is 0 where out rounds to -1
 
 
 register_rules(u.expm1_p, **elementwise_rules(u.expm1_p, _expm1_dx))

@@ -64,17 +64,24 @@ from .samples import Tol
 _DTYPE_TOL = {"float16": 1e-2, "bfloat16": 4e-2, "float32": 1e-5, "float64": 1e-12}
 
 
+def same_meta(got: Any, want: Any, got_name: str, want_name: str) -> None:
+    """A Mismatch unless the output trees ``got`` and ``want`` have as many
+    leaves, of the same shapes and dtypes."""
+    got, want = jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
+    if len(got) != len(want):
+        raise Mismatch(np.inf, np.inf, f"{len(got)} {got_name} outputs, {len(want)} "
+                                       f"{want_name}")
+    for g, w in zip(got, want):
+        if tuple(g.shape) != tuple(w.shape) or g.dtype != w.dtype:
+            raise Mismatch(np.inf, np.inf, f"{got_name} {g.dtype}{list(g.shape)}, {want_name} "
+                                           f"{w.dtype}{list(w.shape)}")
+
+
 def _check_abstract_eval(case: Case, rng: np.random.Generator) -> CheckOutcome:
     out = case.call(*case.leaves)
     abstract = jax.eval_shape(case.call, *case.leaves)
-    got = jax.tree_util.tree_leaves(out)
-    want = jax.tree_util.tree_leaves(abstract)
-    if len(got) != len(want):
-        raise Mismatch(np.inf, np.inf, f"{len(want)} abstract outputs, {len(got)} concrete")
-    for g, w in zip(got, want):
-        if tuple(g.shape) != tuple(w.shape) or g.dtype != w.dtype:
-            raise Mismatch(np.inf, np.inf, f"abstract {w.dtype}{list(w.shape)} vs concrete "
-                            f"{g.dtype}{list(g.shape)}")
+    same_meta(abstract, out, "abstract", "concrete")
+    for g, w in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(abstract)):
         gw = getattr(getattr(g, "aval", None), "weak_type", False)
         if gw != getattr(w, "weak_type", False):
             raise Mismatch(np.inf, np.inf, f"weak_type: abstract {w.weak_type}, concrete {gw}")

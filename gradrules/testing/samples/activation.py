@@ -69,5 +69,5 @@ OPINFOS = [
     OpInfo("mish", chain(_SMALL, _one(BIG))),
     OpInfo("clamp", chain(unary_samples(-2.0, 2.0, ((2, 3),), min=-1.0, max=1.0),
                           _one(min=0.0), _one(max=1.0)), dtypes=NUMERIC_DTYPES),
-    OpInfo("clip", _clip),
+    OpInfo("clip", _clip, dtypes=NUMERIC_DTYPES),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import OpInfo, Sample, floats, unary_samples
+from . import NUMERIC_DTYPES, OpInfo, Sample, floats, unary_samples
 
 
 def _convert(rng: np.random.Generator) -> list[Sample]:
@@ -13,5 +13,5 @@ def _convert(rng: np.random.Generator) -> list[Sample]:
             Sample((np.arange(4, dtype=np.int32),), {"dtype": np.float64})]
 
 
-OPINFOS = [OpInfo("convert_element_type", _convert),
-           OpInfo("copy", unary_samples())]
+OPINFOS = [OpInfo("convert_element_type", _convert, dtypes=NUMERIC_DTYPES),   # any dtype
+           OpInfo("copy", unary_samples(), dtypes=NUMERIC_DTYPES)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import OpInfo, Sample, floats
+from . import NUMERIC_DTYPES, OpInfo, Sample, floats
 
 
 def _arange(rng: np.random.Generator) -> list[Sample]:
@@ -31,8 +31,8 @@ def _constant(rng: np.random.Generator) -> list[Sample]:
 
 OPINFOS = [
     OpInfo("arange", _arange),
-    OpInfo("full", _full),
-    OpInfo("full_like", _full_like),
+    OpInfo("full", _full, dtypes=NUMERIC_DTYPES),             # a fill of any dtype
+    OpInfo("full_like", _full_like, dtypes=NUMERIC_DTYPES),
     OpInfo("zeros", _constant),
     OpInfo("ones", _constant),
 ]

@@ -63,10 +63,10 @@ def _fused_gemm_epilogue(rng: np.random.Generator) -> list[Sample]:
 
 OPINFOS = [
     OpInfo("matmul", _matmul, dtypes=NUMERIC_DTYPES),
-    OpInfo("mm", _mm),
-    OpInfo("bmm", _bmm),
+    OpInfo("mm", _mm, dtypes=NUMERIC_DTYPES),
+    OpInfo("bmm", _bmm, dtypes=NUMERIC_DTYPES),
     OpInfo("addmm", _addmm),
     OpInfo("linear", _linear),
-    OpInfo("einsum", _einsum),
+    OpInfo("einsum", _einsum, dtypes=NUMERIC_DTYPES),
     OpInfo("fused_gemm_epilogue", _fused_gemm_epilogue),
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import OpInfo, Sample, floats
+from . import NUMERIC_DTYPES, OpInfo, Sample, floats
 
 
 def _upsample2d(rng: np.random.Generator) -> list[Sample]:
@@ -42,8 +42,8 @@ def _patchify(rng: np.random.Generator) -> list[Sample]:
 
 OPINFOS = [
     OpInfo("upsample2d", _upsample2d),
-    OpInfo("pixel_shuffle", _pixel_shuffle),
-    OpInfo("pixel_unshuffle", _pixel_unshuffle),
-    OpInfo("unpatchify", _unpatchify),
-    OpInfo("patchify", _patchify),
+    OpInfo("pixel_shuffle", _pixel_shuffle, dtypes=NUMERIC_DTYPES),     # permutations:
+    OpInfo("pixel_unshuffle", _pixel_unshuffle, dtypes=NUMERIC_DTYPES),  # any dtype
+    OpInfo("unpatchify", _unpatchify, dtypes=NUMERIC_DTYPES),
+    OpInfo("patchify", _patchify, dtypes=NUMERIC_DTYPES),
 ]
