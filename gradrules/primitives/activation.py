@@ -380,7 +380,8 @@ def clamp(x: ArrayLike, *, min: float | None = None,  # noqa: A002
           max: float | None = None) -> Array:  # noqa: A002
     """min(max(x, min), max) for static numbers (either may be None, not
     both); integers allowed (an integer x keeps its dtype and takes integral
-    bounds). When min > max the result is max everywhere.
+    bounds, where in ``jnp.clip`` a float bound makes the result float).
+    When min > max the result is max everywhere.
 
     d/dx = 1 where min <= x <= max, the boundaries included (the core IR's
     clamp_backward), and 0 elsewhere.
