@@ -122,4 +122,4 @@ def test_defaults_that_differ_from_jax_numpy_are_said_where_they_are():
     assert {"var", "std", "gelu", "sort", "topk", "max_pool2d", "attention"} <= set(names)
     for name in names:
         doc = getattr(gr, name).__doc__
-        assert re.search(r"jnp\.|jax\.nn\.|lax\.|jax\.numpy|optax|as ``var``|those of var", doc), name
+        assert re.search(r"jnp\.|jax\.nn\.|jax\.scipy\.|lax\.|jax\.numpy|optax|as ``var``|those of var", doc), name

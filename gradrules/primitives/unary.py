@@ -42,13 +42,14 @@ def _exp2_impl(x: Array) -> Array:
     return jnp.exp2(upcast(x)).astype(x.dtype)
 
 
-exp2_p, exp2 = _unary("exp2", _exp2_impl, """2**x, in float32 for 16-bit input.
+exp2_p, exp2 = _unary("exp2", _exp2_impl, """2**x, in float32 for 16-bit input (``jnp.exp2`` of bfloat16 20 is
+995328, not 2**20).
 
 d/dx = log(2) * 2**x.""", reference=jnp.exp2)
 expm1_p, expm1 = _unary("expm1", jnp.expm1, """e**x - 1, accurate near 0.
 
-d/dx = exp(x) (not expm1(x) + 1, which is 0 where expm1 rounds to -1: x < -17
-in float32).""")
+d/dx = exp(x) (not expm1(x) + 1, JAX's ``jnp.expm1`` derivative, which is 0
+where expm1 rounds to -1: x < -17 in float32).""")
 log_p, log = _unary("log", jnp.log, "natural log. d/dx = 1 / x.")
 log2_p, log2 = _unary("log2", jnp.log2, "log base 2. d/dx = 1 / (x log 2).")
 log10_p, log10 = _unary("log10", jnp.log10, "log base 10. d/dx = 1 / (x log 10).")
