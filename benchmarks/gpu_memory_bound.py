@@ -183,9 +183,15 @@ def program(fn: Callable[..., jax.Array], op: Op, mode: str) -> Callable[..., An
     return jax.jit(jax.value_and_grad(objective, argnums=floats))
 
 
-def _with_cotangent(op: Op, args: list[Any], mode: str, dtype: str) -> list[Any]:
+def _with_cotangent(op: Op, args: list[Any], mode: str, dtype: str, *,
+                    abstract: bool = False) -> list[Any]:
+    """``args`` and, for a grad of a non-loss op, the output cotangent: an
+    array, or (``abstract``: for lowering only) its ``ShapeDtypeStruct``,
+    never a full-size random draw that nothing runs."""
     if mode == "fwd" or op.loss:
         return args
+    if abstract:
+        return [*args, jax.ShapeDtypeStruct(op.shapes[0], dtype)]
     g = jax.random.normal(jax.random.key(7), op.shapes[0], jnp.float32).astype(dtype)
     return [*args, g]
 
@@ -250,8 +256,7 @@ def dry_run(ops: Sequence[Op], dtypes: Sequence[str], kernel: str) -> int:
                 if not has_kernels(op.op):
                     rows.append([op.name, dtype, mode, "-", "no kernel yet"])
                     continue
-                args = _with_cotangent(op, op.structs(dtype), mode, dtype)
-                args = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args]
+                args = _with_cotangent(op, op.structs(dtype), mode, dtype, abstract=True)
                 try:
                     with gradrules.config.using(kernel=kernel):
                         text = cuda_hlo(program(op.gradrules_fn, op, mode), *args)

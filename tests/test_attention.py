@@ -2,6 +2,8 @@
 masked rows, block sizes), memory, bad input (the primitive each transform
 binds, and kernels: tests/test_fused.py)."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ import jax.numpy as jnp
 from gradrules.core.kernels import Implementation
 import gradrules
 from gradrules.primitives.attention import (BlockSizes, attention, attention_p,
-                                            dot_product_attention)
+                                            attention_reference, dot_product_attention)
 from gradrules.testing.check import check
 
 
@@ -169,16 +171,35 @@ def test_block_sizes_do_not_change_derivatives():
 def test_bf16_accumulates_in_float32():
     rng = np.random.default_rng(9)
     q, k, v = (jnp.asarray(x, jnp.bfloat16) for x in _qkv(rng, 1, 16, 16, 2, 1, 8))
-    out, lse = jax.eval_shape(lambda q, k, v: attention_p.bind(
+    out, lse, lse_lo = jax.eval_shape(lambda q, k, v: attention_p.bind(
         q, k, v, np.ones((1, 1, 1, 1), bool), np.zeros((1, 1, 1, 1), jnp.bfloat16),
         causal=True, scale=0.3, implementation=Implementation("xla", BlockSizes(4, 4))), q, k, v)
-    assert out.dtype == jnp.bfloat16 and lse.dtype == jnp.float32
+    assert out.dtype == jnp.bfloat16 and lse.dtype == lse_lo.dtype == jnp.float32
     got = attention(q, k, v, causal=True, block_q=4, block_k=4)
     assert got.dtype == jnp.bfloat16
     want = _numpy_attention(*(np.asarray(x, np.float64) for x in (q, k, v)), causal=True)
     np.testing.assert_allclose(np.asarray(got, np.float64), want, atol=2e-2)
     g = jax.grad(lambda q: jnp.sum(attention(q, k, v).astype(jnp.float32)))(q)
     assert g.dtype == jnp.bfloat16 and np.all(np.isfinite(np.asarray(g, np.float32)))
+
+
+def test_bf16_tangent_is_one_rounding_of_the_exact_tangent():
+    """The bfloat16 tangent comes from float32 sums (``sum p v`` too, not
+    the bfloat16 output): within one bfloat16 rounding (2**-8 relative) of
+    the float64 tangent at the same inputs, beside float32 round-off."""
+    rng = np.random.default_rng(14)
+    primals, tangents = (tuple(jnp.asarray(x, jnp.bfloat16) for x in _qkv(rng, 1, 8, 8, 2, 1, 8))
+                         for _ in range(2))
+
+    def tangents_of(primals, tangents):                   # gradrules', float64's
+        wide = [tuple(x.astype(jnp.float64) for x in xs) for xs in (primals, tangents)]
+        return (jax.jvp(partial(attention, causal=True), primals, tangents)[1],
+                jax.jvp(partial(attention_reference, causal=True), *wide)[1])
+
+    got, want = (np.asarray(x, np.float64) for x in jax.jit(tangents_of)(primals, tangents))
+    err = np.abs(got - want)
+    within = bool((err <= 2.0 ** -8 * np.abs(want) + 1e-5 * np.abs(want).max()).all())
+    assert within, f"max error {err.max():.2e}, max |tangent| {np.abs(want).max():.2f}"
 
 
 def test_grad_never_materialises_the_scores():

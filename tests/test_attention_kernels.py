@@ -107,10 +107,10 @@ def test_the_backward_kernel_sums_dbias_to_the_shape_of_the_bias(bias_shape):
     mask, bias = jnp.ones((1, 1, 1, 1), bool), f32(*bias_shape)
     params = dict(causal=True, scale=0.2)
     blocks = BlockSizes(16, 16, block_q_bwd=32, block_k_bwd=16)     # the backward's own
-    out, lse = attention_p.bind(q, k, v, mask, bias, **params,
-                                implementation=Implementation("xla", blocks))
+    out, lse, lse_lo = attention_p.bind(q, k, v, mask, bias, **params,
+                                        implementation=Implementation("xla", blocks))
     cts = (f32(*out.shape), f32(*lse.shape))
-    grads = {kernel: attention_vjp_p.bind(q, k, v, mask, bias, out, lse, *cts, **params,
+    grads = {kernel: attention_vjp_p.bind(q, k, v, mask, bias, out, lse, lse_lo, *cts, **params,
                                           implementation=Implementation(kernel, blocks))
              for kernel in ("xla", "interpret")}
     for ref, got in zip(grads["xla"], grads["interpret"]):

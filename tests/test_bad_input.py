@@ -10,22 +10,31 @@ reference raises, an error naming the op and an argument of the call; where
 it accepts, the reference's output shapes, or an error naming the op and an
 argument of the call: a contract stricter than jax.numpy's):
 
-- each array operand of the op's largest sample, and each array keyword of
-  any sample: a complex array, a string, None (unless the parameter
+- each array argument: a complex array, a string, None (unless the parameter
   defaults to None): error. An integer or a bool array where the sample
   has floats: error when the op's ``OpInfo.dtypes`` (the dtypes it
   supports) holds no integer dtype, else a valid call or an error. A
   floating array where the sample has integers or bools (indices, labels,
   keys, masks): error. One more element on the last axis, one axis fewer,
   one axis more: as reference.
-- each other argument of those calls (a keyword of any sample, or a
-  positional argument that is not an array), by its value in the sample
-  and its annotation in the signature: a string for a bool, an int, a
-  float or a sequence; a float for an int; a list for an int or a float
+- each other argument, by its value in the sample and its annotation in
+  the signature: a string for a bool, an int, a float, a sequence or a
+  block sizes dataclass; a float for an int; a list for an int or a float
   (the annotation allows no sequence); None (the annotation allows no
   None); an unknown string choice; a string for a dtype: error. An axis
   set to ndim or -ndim - 1, another int set to -3 or 0, floats in a
   sequence of ints, an int for a string annotated ``Any``: as reference.
+- each float param (a float in the sample, or annotated ``float``, not an
+  array; in a sequence, its first entry): NaN, and +-inf unless
+  ``INF_OK`` names it (an unbounded clip), and the values just outside its
+  valid range (``OUT_OF_RANGE``: what jax.numpy, jax.nn or PyTorch
+  accept): error.
+
+Every argument of every op's signature is replaced: each argument of the
+op's non-empty samples in the largest sample that passes it (once more
+where another passes a scalar for an array or the reverse), and those no
+sample passes in the op's largest sample with a valid value added
+(``EXTRA_KWARGS``); ``NOT_WALKED`` lists the exceptions, with the reason.
 
 An op made for ``shard_map`` (``OpInfo.call``) is called inside one, over a
 mesh of one device, with the axis name its wrapper binds.
@@ -34,8 +43,9 @@ mesh of one device, with the axis name its wrapper binds.
 from __future__ import annotations
 
 import inspect
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -46,10 +56,62 @@ import jax
 from jax.sharding import AxisType, PartitionSpec
 
 from gradrules.core.registry import OPS
+from gradrules.pallas import attention as attention_kernels, gated as gated_kernels
+from gradrules.pallas import loss as loss_kernels, norm as norm_kernels
+from gradrules.pallas import rope as rope_kernels, softmax as softmax_kernels
 from gradrules.testing.samples import Sample, opinfo, samples_for, table
 from gradrules.testing.samples.parallel import AXIS
 
 ERROR, AS_REFERENCE, VALID_OR_ERROR = "error", "as reference", "valid or error"
+
+# The arguments no non-empty sample passes, with valid values: the walk adds
+# each set to the op's largest sample (family tests check their values).
+EXTRA_KWARGS: dict[str, tuple[dict[str, Any], ...]] = {
+    "full_like": ({"dtype": np.float32},),
+    "one_hot": ({"dtype": np.float32},),
+    "pad": ({"value": np.array(0.5)},),
+    "cross": ({"axis": None, "axisa": 0, "axisb": 0, "axisc": 0},),
+    "batch_norm": ({"eps": 1e-3},),
+    "fused_linear_cross_entropy": ({"ignore_index": 1},),
+    "log_softmax": ({"where": np.array([True, False, True, True])},
+                    {"block_sizes": softmax_kernels.BlockSizes()}),
+    "softmax": ({"block_sizes": softmax_kernels.BlockSizes()},),
+    "cross_entropy": ({"block_sizes": loss_kernels.BlockSizes()},),
+    "rms_norm": ({"block_sizes": norm_kernels.BlockSizes()},),
+    "layer_norm": ({"block_sizes": norm_kernels.BlockSizes()},),
+    "attention": ({"block_sizes": attention_kernels.BlockSizes()},),
+    "rope": ({"block_sizes": rope_kernels.BlockSizes()},),
+    "silu_gated": ({"block_sizes": gated_kernels.BlockSizes()},),
+    "gelu_gated": ({"block_sizes": gated_kernels.BlockSizes()},),
+}
+
+# The arguments of a signature the walk leaves alone, and why.
+NOT_WALKED = {("vocab_parallel_cross_entropy", "axis_name"): "the shard_map wrapper binds it"}
+
+# The valid range of each float param that has one (what jax.numpy, jax.nn
+# or PyTorch accept), as the values just outside it, by param name (every
+# op) or (op, param); the others take any finite number.
+OUT_OF_RANGE: dict[Any, tuple[float, ...]] = {
+    "eps": (0.0, -1e-5),                    # > 0: the norms
+    "correction": (-1.0,),                  # >= 0: var, std, var_mean
+    "label_smoothing": (-0.1, 1.1),         # [0, 1]: the losses
+    "z_loss": (-0.1,),                      # >= 0
+    "momentum": (-0.1, 1.1),                # [0, 1]: batch_norm
+    "rate": (-0.1, 1.1),                    # [0, 1]: dropout (1 drops everything)
+    "theta": (0.0, -1.0),                   # > 0: rope's base
+    "limit": (0.0, -1.0),                   # > 0: the gated ops' clamp
+    "std": (-1.0,),                         # >= 0: normal
+    "lam": (0.0, -1.0),                     # > 0: exponential
+    "scale_factor": (0.0, -1.0),            # > 0: upsample2d
+    ("softplus", "beta"): (0.0, -1.0),      # > 0
+    ("celu", "alpha"): (0.0, -1.0),         # > 0
+    ("div_scale", "scale"): (0.0,),         # != 0
+    ("arange", "step"): (0.0,),             # != 0
+}
+# The float params that may be infinite: the bounds of a clip, softplus's
+# switch to the identity.
+INF_OK = {"initial", ("clamp", "min"), ("clamp", "max"), ("hardtanh", "min_val"),
+          ("hardtanh", "max_val"), ("softplus", "threshold")}
 
 
 @dataclass
@@ -156,7 +218,37 @@ def _static_replacements(arg: str, param: inspect.Parameter | None, v: Any, ndim
         out += [("strings", ["abc"] * len(v), ERROR), ("floats", _floats(v), AS_REFERENCE)]
     elif isinstance(v, type) or isinstance(v, np.dtype):
         out.append(("string", "float33", ERROR))
+    elif is_dataclass(v):
+        out.append(("string", "abc", ERROR))
     return out
+
+
+def _is_float_param(param: inspect.Parameter | None, v: Any) -> bool:
+    """Whether ``v`` is a number or a sequence of numbers, one a float or
+    the parameter annotated ``float`` (not an array: NaN is an array's
+    value)."""
+    numbers = tuple(v) if isinstance(v, (tuple, list)) else (v,)
+    if not numbers or any(isinstance(x, bool) or not isinstance(x, (int, float))
+                          for x in numbers) or "Array" in str(getattr(param, "annotation", "")):
+        return False
+    return any(isinstance(x, float) for x in numbers) or (
+        param is not None and "float" in str(param.annotation))
+
+
+def _float_replacements(op: str, arg: str, param: inspect.Parameter | None, v: Any
+                        ) -> list[tuple[str, Any, str]]:
+    """NaN, +-inf (unless ``INF_OK``) and the values outside the valid
+    range (``OUT_OF_RANGE``) of a float param; in a sequence, its first
+    entry: all errors."""
+    if not _is_float_param(param, v):
+        return []
+    bad = [("NaN", math.nan)]
+    if arg not in INF_OK and (op, arg) not in INF_OK:
+        bad += [("inf", math.inf), ("-inf", -math.inf)]
+    bad += [(repr(x), x) for x in OUT_OF_RANGE.get((op, arg), OUT_OF_RANGE.get(arg, ()))]
+    if isinstance(v, (tuple, list)):
+        return [(f"first entry {kind}", type(v)([x, *v[1:]]), ERROR) for kind, x in bad]
+    return [(kind, x, ERROR) for kind, x in bad]
 
 
 def _replace(sample: Sample, where: tuple[Any, ...], value: Any
@@ -175,42 +267,48 @@ def _replace(sample: Sample, where: tuple[Any, ...], value: Any
     return tuple(args), kwargs
 
 
-def _slots(name: str, sample: Sample, kwargs_only: bool) -> list[tuple[str, tuple[Any, ...], Any]]:
+def _slots(name: str, sample: Sample) -> list[tuple[str, tuple[Any, ...], Any]]:
     """(argument name, where, value) of each argument of ``sample``: its
     array operands (one entry per array in a list of arrays) and its other
-    arguments; only the keywords where ``kwargs_only``."""
+    arguments."""
     out = []
-    if not kwargs_only:
-        for i, (arg, a) in enumerate(zip(_positional_names(name, sample), sample.args)):
-            if isinstance(a, (list, tuple)) and any(isinstance(b, np.ndarray) for b in a):
-                out += [(arg, (i, j), b) for j, b in enumerate(a) if isinstance(b, np.ndarray)]
-            else:
-                out.append((arg, (i,), a))
+    for i, (arg, a) in enumerate(zip(_positional_names(name, sample), sample.args)):
+        if isinstance(a, (list, tuple)) and any(isinstance(b, np.ndarray) for b in a):
+            out += [(arg, (i, j), b) for j, b in enumerate(a) if isinstance(b, np.ndarray)]
+        else:
+            out.append((arg, (i,), a))
     out += [(k, (k,), v) for k, v in sample.kwargs.items()]
     return out
 
 
+def _walked_samples(name: str) -> list[Sample]:
+    """The op's non-empty samples, largest first, and its largest with each
+    set of ``EXTRA_KWARGS`` added."""
+    samples = sorted((s for s in samples_for(name) if _nonempty(s)), key=_size, reverse=True)
+    return samples + [Sample(samples[0].args, {**samples[0].kwargs, **extra})
+                      for extra in EXTRA_KWARGS.get(name, ())]
+
+
 @lru_cache(maxsize=None)
 def bad_calls() -> tuple[BadCall, ...]:
-    """Every bad call of every op of the table (see the module docstring)."""
+    """Every bad call of every op of the table (see the module docstring):
+    each argument replaced in the first of ``_walked_samples`` that passes it."""
     calls = []
     for name in table():
-        samples = sorted((s for s in samples_for(name) if _nonempty(s)), key=_size,
-                         reverse=True)
         params = inspect.signature(OPS[name].fn).parameters
-        done: set[str] = set()        # the keywords replaced so far
-        for n, sample in enumerate(samples):
+        done: set[tuple[str, bool]] = set()     # (argument, an array?) replaced so far
+        for sample in _walked_samples(name):
             given = tuple(_positional_names(name, sample)) + tuple(sample.kwargs)
             first = next((a for a in jax.tree_util.tree_leaves(sample.args)
                           if isinstance(a, np.ndarray)), np.zeros(()))
-            for arg, where, value in _slots(name, sample, kwargs_only=n > 0):
-                if isinstance(where[0], str):
-                    if arg in done:
-                        continue
-                    done.add(arg)
+            slots = [(arg, where, v) for arg, where, v in _slots(name, sample)
+                     if (arg, isinstance(v, np.ndarray)) not in done and v is not None]
+            done.update((arg, isinstance(v, np.ndarray)) for arg, _, v in slots)
+            for arg, where, value in slots:
                 param = params.get(arg)
                 reps = (_array_replacements(name, param, value) if isinstance(value, np.ndarray)
-                        else _static_replacements(arg, param, value, first.ndim))
+                        else _static_replacements(arg, param, value, first.ndim)
+                        + _float_replacements(name, arg, param, value))
                 for kind, bad, expect in reps:
                     args, kwargs = _replace(sample, where, bad)
                     calls.append(BadCall(name, arg, kind, args, kwargs, expect, given))
@@ -310,6 +408,33 @@ def test_bad_calls_reach_every_op_and_kind() -> None:
         for a in jax.tree_util.tree_leaves((s.args, s.kwargs)))}
     assert with_arrays <= {c.op for c in calls}
     assert {c.expect for c in calls} == {ERROR, AS_REFERENCE, VALID_OR_ERROR}
+
+
+def test_every_argument_is_walked() -> None:
+    """Every argument of every op's signature but ``NOT_WALKED`` is replaced,
+    every float param by NaN, and every entry of ``OUT_OF_RANGE``,
+    ``INF_OK`` and ``EXTRA_KWARGS`` is used."""
+    calls = bad_calls()
+    walked = {(c.op, c.arg) for c in calls}
+    kinds = {(c.op, c.arg, c.kind.removeprefix("first entry ")) for c in calls}
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    missing = [(name, p.name) for name in table()
+               for p in inspect.signature(OPS[name].fn).parameters.values()
+               if p.kind not in variadic and (name, p.name) not in walked | set(NOT_WALKED)]
+    assert not missing, f"arguments no bad call replaces: {missing}"
+    floats = {(op, arg) for op, arg, kind in kinds if kind == "NaN"}
+    annotated = {(name, p.name) for name in table()
+                 for p in inspect.signature(OPS[name].fn).parameters.values()
+                 if "float" in str(p.annotation) and "Array" not in str(p.annotation)}
+    assert not annotated - floats, f"float params never NaN: {annotated - floats}"
+    for key, values in OUT_OF_RANGE.items():
+        used = [(op, arg) for op, arg in floats if key in (arg, (op, arg))]
+        assert used and all((op, arg, repr(x)) in kinds for op, arg in used for x in values), key
+    for key in INF_OK:
+        used = [(op, arg) for op, arg in floats if key in (arg, (op, arg))]
+        assert used and not any((op, arg, "inf") in kinds for op, arg in used), key
+    for name, extras in EXTRA_KWARGS.items():
+        assert all((name, k) in walked for extra in extras for k in extra), name
 
 
 def test_every_bad_argument_is_named() -> None:

@@ -200,6 +200,37 @@ def test_mm_batching_folds_into_one_product(in_axes, bound) -> None:
     np.testing.assert_allclose(f(xs, ys), np.stack(want), rtol=1e-12)
 
 
+def _grad_jaxpr_and_check(fn, x, y):
+    """The jaxpr of the gradient of ``sum(w * fn(x, y))`` in x and y, after
+    checking the gradient against jnp.matmul's."""
+    w = _r(*np.shape(np.matmul(x, y)))
+    grads = [jax.grad(lambda a, b, f=f: jnp.sum(w * f(a, b)), argnums=(0, 1))
+             for f in (fn, lambda a, b: jnp.matmul(a, b, precision="highest"))]
+    for got, want in zip(jax.jit(grads[0])(x, y), jax.jit(grads[1])(x, y)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    return jax.make_jaxpr(grads[0])(x, y)
+
+
+@pytest.mark.parametrize("xs, ys", [((6, 5), (5, 1)), ((1, 6), (6, 5))])
+def test_mm_transpose_never_copies_the_matrix_of_a_matrix_vector_product(xs, ys) -> None:
+    """Issue 12: mm's transpose swaps the vector-shaped cotangent and result,
+    not the matrix factor (XLA makes a slow loop of a matrix-vector product
+    with a transposed copy of its matrix)."""
+    x, y = _r(*xs), _r(*ys)
+    eqns = _grad_jaxpr_and_check(mm, x, y).eqns
+    swapped = [e.invars[0].aval.size for e in eqns if e.primitive.name == "transpose"]
+    assert swapped and max(swapped) < max(x.size, y.size), swapped
+
+
+def test_matmul_transpose_contracts_the_batch_axes_an_operand_broadcasts_along() -> None:
+    """Issue 12: the cotangent of a y shared by a batch of x is one product
+    contracting the batch axes (as dot_general's transpose), not a product
+    per batch element summed after: nothing larger than x or ct is made."""
+    x, y = _r(8, 1, 2, 3), _r(3, 4)
+    jaxpr = _grad_jaxpr_and_check(matmul, x, y)
+    biggest = max(v.aval.size for e in jaxpr.eqns for v in e.outvars)
+    assert biggest <= 8 * 2 * 4, biggest
+
 BAD = [
     (matmul, (_r(2, 3), _r(4, 5)), {}, ValueError, r"gradrules.matmul: inner dimensions.*\(2, 3\)"),
     (matmul, (_r(2, 3), _r(2, 3)), {"transpose_x": False}, ValueError, "inner dimensions"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 import gradrules as gr
+from gradrules.testing.samples.parallel import over_vocab_shards
 
 TINY = 1e-37        # below this an expected value may be a flushed subnormal
 RTOL = {"float32": 2e-5, "bfloat16": 2e-2}
@@ -76,6 +78,59 @@ def _at(dtypes: tuple[str, ...], name: str, fn: Callable[..., Any],
 
 BOTH = ("float32", "bfloat16")
 CE_LABELS = np.array([0.1, 0.6, 0.2, 0.1])
+CE_LABEL = 1
+BIG_ROW = (1e6, 1.0000025e6, 0.999992e6, 1e6)
+CROSS_ENTROPIES = {
+    "cross_entropy": lambda x: gr.cross_entropy(x[None], jnp.asarray([CE_LABEL])),
+    "fused_linear_cross_entropy": lambda x: gr.fused_linear_cross_entropy(
+        x[None], jnp.eye(4, dtype=x.dtype), jnp.asarray([CE_LABEL])),
+    "vocab_parallel_cross_entropy": lambda x: over_vocab_shards(
+        gr.vocab_parallel_cross_entropy)(x[None], jnp.asarray([CE_LABEL])),
+}
+
+
+def _ce_value(x: np.ndarray) -> float:
+    """``logsumexp(x) - x[label]``, the shift taken out first (float64 would
+    round log 4 away beside 3e38)."""
+    return float(np.log(np.sum(np.exp(x - x.max()))) + (x.max() - x[CE_LABEL]))
+
+
+# attention [B, S, H, D] = [1, 4, 1, 2] with a bias [1, 1, 4, 4], scale 1/2,
+# summed against fixed weights; the reference is float64 jax.nn.softmax
+ATTENTION_SHAPE, ATTENTION_SCALE = (1, 4, 1, 2), 0.5
+ATTENTION_W = np.array([0.5, -1.0, 2.0, 0.25, -0.75, 1.5, 1.0, -2.0])
+# scores of about 1e6, exact in float32 (q, k integers, the bias in quarters)
+ATTENTION_Q = (1.0, -1.0, 0.0, 1.0, -1.0, 1.0, 1.0, 0.0)
+ATTENTION_K = (1.0, 1.0, -1.0, 0.0, 0.0, -1.0, 1.0, -1.0)
+ATTENTION_V = (0.3, -1.2, 0.7, 2.0, -0.5, 0.9, 1.6, -0.4)
+ATTENTION_1E6 = tuple(1e6 + m / 4 for m in (0, 3, -2, 1, -4, 2, 0, -1, 5, -3, 1, 0, 2, 2, -1, 4))
+
+
+def _attention_sum(q: Any, k: Any, v: Any, bias: Any, attention: Callable[..., Any]) -> Any:
+    """``sum(W * attention(q, k, v, bias))`` of the flat operands."""
+    q, k, v = (jnp.reshape(x, ATTENTION_SHAPE) for x in (q, k, v))
+    out = attention(q, k, v, jnp.reshape(bias, (1, 1, 4, 4)))
+    return jnp.sum(out * jnp.asarray(ATTENTION_W, out.dtype).reshape(ATTENTION_SHAPE))
+
+
+def _gr_attention(q: Any, k: Any, v: Any, bias: Any) -> Any:
+    return gr.attention(q, k, v, bias=bias, scale=ATTENTION_SCALE)
+
+
+def _softmax_attention(q: Any, k: Any, v: Any, bias: Any) -> Any:
+    """Attention in float64 from jax.nn.softmax (which jax.nn's own
+    dot_product_attention takes in float32)."""
+    s = ATTENTION_SCALE * jnp.einsum("bqhd,bkhd->bhqk", q, k) + bias
+    return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(s, axis=-1), v)
+
+
+@jax.jit
+def _attention_reference(*ops: np.ndarray) -> Any:
+    return _attention_sum(*(jnp.asarray(x, jnp.float64) for x in ops), _softmax_attention)
+
+
+_attention_grads = jax.jit(jax.grad(_attention_reference, argnums=(0, 1, 2, 3)))
+
 
 CASES = [
     # expm1' = exp(x), not expm1 + 1 (0 where expm1 rounds to -1)
@@ -127,6 +182,20 @@ CASES = [
     *_at(BOTH, "silu_gated", lambda g, u: gr.silu_gated(g, u) * 2.0,
          ((-3e38, 2.0), (-3e38, -3e38)), lambda g, u: 2.0 * g * sp.expit(g) * u,
          lambda g, u: (2.0 * u * _silu_slope(g), 2.0 * g * sp.expit(g))),
+    # the cross-entropies differentiate through the log-sum-exp pair (lse
+    # and its rounding): p sums to 1 at logits of 1e6 (ulp 0.06) and 3e38
+    *[case for row in (BIG_ROW, (3e38,) * 4) for name, fn in CROSS_ENTROPIES.items()
+      for case in _at(BOTH, f"{name}-{row[0]:.0e}", fn, (row,), _ce_value,
+                      lambda x: (_softmax(x) - np.eye(4)[CE_LABEL],), elementwise=False)],
+    # attention's derivatives take p = exp((s - lse) - lse_lo), the log-sum-exp
+    # and its rounding: p sums to 1 at scores of 1e6 (ulp 0.06) and in a row
+    # of identical scores of 3e38 (where lse rounds log 4 away)
+    *_at(("float32",), "attention-1e6", partial(_attention_sum, attention=_gr_attention),
+         (ATTENTION_Q, ATTENTION_K, ATTENTION_V, ATTENTION_1E6), _attention_reference,
+         _attention_grads, elementwise=False),
+    *_at(("float32",), "attention-3e38", partial(_attention_sum, attention=_gr_attention),
+         (ATTENTION_V, ATTENTION_Q, ATTENTION_K, (3e38,) * 16), _attention_reference,
+         _attention_grads, elementwise=False),
 ]
 
 

@@ -6,7 +6,7 @@ Arrays: ``as_array`` (arrays and tracers pass, Python/numpy scalars too,
 anything else is a TypeError naming the argument), ``float_array`` (and it
 must be floating). Static params: ``number_param``, ``int_param``,
 ``bool_param``, ``choice_param``, ``int_tuple``, ``shape_param``, ``int_pair``,
-``eps_param``.
+``number_pair``, ``eps_param``.
 Indices: ``index_dtype`` (the dtype index arithmetic runs in).
 
 These do not bind primitives; the helpers that convert dtypes to do their
@@ -167,6 +167,17 @@ def int_pair(op: str, name: str, v: Any, minimum: int = 1) -> tuple[int, int]:
     if min(vals) < minimum:
         raise ValueError(f"{op_name(op)}: {name} must be >= {minimum}, got {v!r}")
     return int(vals[0]), int(vals[1])
+
+
+def number_pair(op: str, name: str, v: Any, **bounds: Any) -> tuple[float, float]:
+    """A number or a pair of numbers as a pair, each a ``number_param``
+    (finite, inside ``bounds``: ``lo``, ``hi``, ``gt``)."""
+    vals = tuple(v) if isinstance(v, (tuple, list)) or np.ndim(v) == 1 else (v, v)
+    if len(vals) != 2:
+        raise TypeError(f"{op_name(op)}: {name} must be a number or a pair of numbers, "
+                        f"got {v!r}")
+    first, second = (number_param(op, name, a, **bounds) for a in vals)
+    return first, second
 
 
 def eps_param(op: str, eps: Any) -> float:

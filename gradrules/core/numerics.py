@@ -34,9 +34,35 @@ def finite_or_zero(x: Array) -> Array:
 def lse_from_sum(shift: Array, total: Array, empty: float) -> Array:
     """``shift + log(total)`` with ``total = sum exp(x - shift)``; ``empty``
     (0 or ``-inf``) where the total is 0 (every entry ``-inf``). A NaN total
-    (a NaN entry) stays NaN."""
+    (a NaN entry) stays NaN. The first of ``lse_parts``."""
+    return lse_parts(shift, total, empty)[0]
+
+
+def lse_parts(shift: Array, total: Array, empty: float) -> tuple[Array, Array]:
+    """``(lse, lse_lo)``: ``lse = lse_from_sum(shift, total, empty)`` and the
+    part of ``shift + log(total)`` that rounding ``lse`` drops, so that ``lse
+    + lse_lo`` is the log-sum-exp to twice the working precision (Knuth's
+    TwoSum of ``shift`` and ``log(total)``; 0 where ``lse`` is not finite).
+
+    A fused op keeps both as residuals: its derivatives need ``x - logsumexp``
+    to the precision of ``x``, which the rounded ``lse`` alone loses once
+    ``|lse|`` is large (float32 logits of 1e6: ``ulp = 0.06``; a row of
+    ``3e38``: all of ``log(total)``). ``probs`` uses the pair."""
     none = total == 0
-    return jnp.where(none, empty, shift + jnp.log(jnp.where(none, 1, total)))
+    r = jnp.log(jnp.where(none, 1, total))
+    lse = shift + r
+    r_part = lse - shift
+    lo = (shift - (lse - r_part)) + (r - r_part)
+    zero = jnp.zeros((), lo.dtype)
+    return (jnp.where(none, empty, lse),
+            jnp.where(none | ~jnp.isfinite(lse), zero, lo))
+
+
+def probs(x: Array, lse: Array, lse_lo: Array) -> Array:
+    """``p = exp(x - logsumexp)`` from the pair of ``lse_parts`` (already
+    broadcast against ``x``): ``exp((x - lse) - lse_lo)``, where ``x - lse``
+    is exact for every entry whose ``p`` is not negligible (Sterbenz)."""
+    return jnp.exp((x - lse) - lse_lo)
 
 
 def online_lse_step(m: Array, total: Array, x: Array) -> tuple[Array, Array, Array, Array]:
@@ -56,14 +82,22 @@ def online_lse_step(m: Array, total: Array, x: Array) -> tuple[Array, Array, Arr
     return m_new, alpha, p, alpha * total + jnp.sum(p, -1)
 
 
-def online_softmax_finish(m: Array, total: Array, acc: Array) -> tuple[Array, Array]:
+def online_softmax_finish(m: Array, total: Array, acc: Array) -> tuple[Array, Array, Array]:
     """The end of an online softmax over key blocks: ``out = acc / total``
-    (0 for a row that saw no entry) and its log-sum-exp (``-inf`` there),
-    from the running max ``m``, ``total`` and the unnormalised ``acc = sum p v``."""
+    (0 for a row that saw no entry) and its log-sum-exp as the pair ``(lse,
+    lse_lo)`` of ``lse_parts`` (``-inf`` and 0 there), from the running max
+    ``m``, ``total`` and the unnormalised ``acc = sum p v``."""
     seen = total > 0
     safe = jnp.where(seen, total, jnp.ones((), total.dtype))
     out = jnp.where(seen[..., None], acc / safe[..., None], jnp.zeros((), acc.dtype))
-    return out, lse_from_sum(finite_or_zero(m), total, -jnp.inf)
+    return (out, *lse_parts(finite_or_zero(m), total, -jnp.inf))
+
+
+def rounded_below_acc(dtype: Any) -> bool:
+    """Whether a result stored in ``dtype`` is rounded below the precision
+    these ops accumulate in (float16, bfloat16: ``acc_dtype`` is wider), so
+    that a derivative should not take it back as a residual."""
+    return acc_dtype(dtype) != np.dtype(dtype)
 
 
 def gated_clamp(gate: Array, up: Array, limit: float | None
@@ -176,20 +210,20 @@ def masked_tokens(v: Array, labels: Array, vocab: int, ignore_index: int) -> Arr
     return jnp.where(valid, jnp.where(bad, jnp.nan, v), 0).astype(v.dtype)
 
 
-def ce_token_value(lse: Array, d_lse: Array, picked: Array, mean: Array | None, *,
+def ce_token_value(lse: Array, other: Array, picked: Array, mean: Array | None, *,
                    label_smoothing: float, z_loss: float, tangent: bool) -> Array:
     """A token's cross-entropy before masking, ``lse + z lse**2 - (1 - eps)
-    picked - eps mean`` (``tangent=False``; d_lse is lse), or its tangent
-    ``d_lse (1 + 2 z lse) - (1 - eps) picked - eps mean`` (picked and mean of
-    the logits' tangent)."""
-    if tangent:
-        v = d_lse * (1 + 2 * z_loss * lse) if z_loss else d_lse
-    else:
-        v = lse + z_loss * lse * lse if z_loss else lse
+    picked - eps mean`` (``tangent=False``; ``other`` is ``lse_lo``, the
+    rounding of ``lse`` (``lse_parts``), added last, to first order, so that
+    a loss near 0 beside a large ``lse`` keeps its digits), or its tangent
+    ``d_lse (1 + 2 z lse) - (1 - eps) picked - eps mean`` (``tangent=True``;
+    ``other`` is ``d_lse``; picked and mean of the logits' tangent)."""
+    scale = (1 + 2 * z_loss * lse) if z_loss else 1
+    v = other * scale if tangent else (lse + z_loss * lse * lse if z_loss else lse)
     v = v - (1 - label_smoothing) * picked
     if label_smoothing:
         v = v - label_smoothing * mean
-    return v
+    return v if tangent else v + other * scale
 
 
 def ce_dlogits(p: Array, onehot: Array, lse: Array, c: Array, g_lse: Array, vocab: int, *,

@@ -9,13 +9,16 @@ transposed or repeated in memory. With ``G = H / Hkv`` query heads per
 key/value head, the kernel of query head h reads kv head ``h // G`` by index.
 
 * ``forward``: grid ``(Sq blocks, B, H)``; online softmax over key blocks
-  (``core.numerics.online_lse_step``), the output and the log-sum-exp
-  ``lse [B, H, Sq]`` (``-inf`` for a row whose keys are all masked, whose
-  output is 0).
-* ``jvp``: grid ``(Sq blocks, B, H)``; with ``p = exp(s - lse)`` known, one
-  pass over key blocks computes the scores and their tangent
+  (``core.numerics.online_lse_step``), the output and the log-sum-exp pair
+  ``lse, lse_lo [B, H, Sq]`` (``core.numerics.lse_parts``; ``-inf`` and 0 for
+  a row whose keys are all masked, whose output is 0).
+* ``jvp``: grid ``(Sq blocks, B, H)``; with ``p = exp((s - lse) - lse_lo)``
+  known (``core.numerics.probs``, as in the backward), one pass over key
+  blocks computes the scores and their tangent
   ``ds = scale (tq k + q tk) + tbias`` together:
-  ``t_lse = sum_j p ds``, ``t_out = sum_j p (ds v + tv) - t_lse out``.
+  ``t_lse = sum_j p ds``, ``t_out = sum_j p (ds v + tv) - t_lse out``, where
+  for 16-bit input ``out`` is ``sum_j p v`` in float32 from the same pass
+  (the ``out`` residual is rounded).
 * ``backward``: three kernels. ``delta = rowsum(ct_out * out) - ct_lse``
   (grid ``(Sq blocks, B, H)``); dk, dv with grid ``(Sk blocks, B, Hkv)``,
   looping over the G query heads of the kv head and the query blocks that
@@ -49,7 +52,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..core.numerics import finite_or_zero, online_lse_step, online_softmax_finish
+from ..core.numerics import (finite_or_zero, online_lse_step, online_softmax_finish, probs,
+                             rounded_below_acc)
 from ._pallas import (BlockSpec, dot, ds, DTYPES, F32, first, iota, is_power_of_2, load,
                       load_row_values, load_rows, next_power_of_2, program_id, store, triton_call,
                       whole)
@@ -242,14 +246,23 @@ def _scores(q: Array, k: Array, mask_ref: Any, bias_ref: Any, mask: Pair, bias: 
     return s, jnp.broadcast_to(valid, s.shape)
 
 
-def _probs(s: Array, valid: Array, lse: Array) -> Array:
-    """``p = exp(s - lse)`` where a key counts, else 0 (``lse`` finite)."""
-    return jnp.where(valid, jnp.exp(s - lse[:, None]), jnp.zeros((), F32))
+def _probs(s: Array, valid: Array, lse: Array, lse_lo: Array) -> Array:
+    """``p = exp((s - lse) - lse_lo)`` where a key counts, else 0 (``lse``
+    finite, ``lse_lo`` its rounding)."""
+    return jnp.where(valid, probs(s, lse[:, None], lse_lo[:, None]), jnp.zeros((), F32))
+
+
+def _load_lse(lse_ref: Any, lse_lo_ref: Any, r0: Any, g: Geometry, *head: Any
+              ) -> tuple[Array, Array]:
+    """The log-sum-exp pair of the query rows at r0 (of ``head`` where the refs
+    hold several), ``lse`` made finite (0 for a row that sees no key)."""
+    return (finite_or_zero(load_row_values(lse_ref, r0, g.Sq, g.bq, *head)),
+            load_row_values(lse_lo_ref, r0, g.Sq, g.bq, *head))
 
 
 # ------------------------------------------------------------------ kernels
 def _forward_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
-                    out_ref: Any, lse_ref: Any, *, g: Geometry, mask: Pair,
+                    out_ref: Any, lse_ref: Any, lse_lo_ref: Any, *, g: Geometry, mask: Pair,
                     bias: Pair) -> None:
     i = program_id(0)
     r0 = i * g.bq
@@ -267,38 +280,45 @@ def _forward_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref:
 
     init = (jnp.full((g.bq,), -jnp.inf, F32), jnp.zeros((g.bq,), F32),
             jnp.zeros((g.bq, g.D), F32))
-    out, lse = online_softmax_finish(*lax.fori_loop(0, g.key_blocks(i), key_block, init))
+    out, lse, lse_lo = online_softmax_finish(*lax.fori_loop(0, g.key_blocks(i), key_block,
+                                                            init))
     store(out_ref.at[ds(r0, g.bq), whole(out_ref)], out.astype(out_ref.dtype),
           mask=(rows < g.Sq)[:, None])
     store(lse_ref.at[ds(r0, g.bq)], lse, mask=rows < g.Sq)
+    store(lse_lo_ref.at[ds(r0, g.bq)], lse_lo, mask=rows < g.Sq)
 
 
 def _jvp_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
-                out_ref: Any, lse_ref: Any, tq_ref: Any, tk_ref: Any, tv_ref: Any,
-                tbias_ref: Any, t_out_ref: Any, t_lse_ref: Any, *, g: Geometry, mask: Pair,
-                bias: Pair, tbias: Pair) -> None:
+                out_ref: Any, lse_ref: Any, lse_lo_ref: Any, tq_ref: Any, tk_ref: Any,
+                tv_ref: Any, tbias_ref: Any, t_out_ref: Any, t_lse_ref: Any, *, g: Geometry,
+                mask: Pair, bias: Pair, tbias: Pair, own_out: bool) -> None:
+    """``own_out``: sum ``p v`` here in float32 instead of reading the
+    (rounded, 16-bit) ``out``."""
     i = program_id(0)
     r0 = i * g.bq
     rows = iota(r0, g.bq)
     q, tq = load_rows(q_ref, r0, g.Sq, g.bq), load_rows(tq_ref, r0, g.Sq, g.bq)
-    lse = finite_or_zero(load_row_values(lse_ref, r0, g.Sq, g.bq))
+    lse, lse_lo = _load_lse(lse_ref, lse_lo_ref, r0, g)
 
-    def key_block(j: Any, carry: tuple[Array, Array]) -> tuple[Array, Array]:
-        t_lse, acc = carry
+    def key_block(j: Any, carry: tuple[Array, ...]) -> tuple[Array, ...]:
+        t_lse, acc, *out = carry
         c0 = j * g.bk
         k, tk = load_rows(k_ref, c0, g.Sk, g.bk), load_rows(tk_ref, c0, g.Sk, g.bk)
         s, valid = _scores(q, k, mask_ref, bias_ref, mask, bias, 0, r0, c0, g)
-        p = _probs(s, valid, lse)
+        p = _probs(s, valid, lse, lse_lo)
         t_s = ((dot(tq, k, trans_b=True) + dot(q, tk, trans_b=True)) * g.scale
                + _load_pair(tbias_ref, tbias, 0, r0, c0, g).astype(F32))
         pts = p * t_s
         v, tv = load_rows(v_ref, c0, g.Sk, g.bk), load_rows(tv_ref, c0, g.Sk, g.bk)
-        acc = acc + dot(pts.astype(v.dtype), v) + dot(p.astype(v.dtype), tv)
-        return t_lse + pts.sum(-1), acc
+        p_v = p.astype(v.dtype)
+        acc = acc + dot(pts.astype(v.dtype), v) + dot(p_v, tv)
+        return (t_lse + pts.sum(-1), acc, *(o + dot(p_v, v) for o in out))
 
-    init = (jnp.zeros((g.bq,), F32), jnp.zeros((g.bq, g.D), F32))
-    t_lse, acc = lax.fori_loop(0, g.key_blocks(i), key_block, init)
-    t_out = acc - t_lse[:, None] * load_rows(out_ref, r0, g.Sq, g.bq).astype(F32)
+    zeros = jnp.zeros((g.bq, g.D), F32)
+    init = (jnp.zeros((g.bq,), F32), zeros) + ((zeros,) if own_out else ())
+    t_lse, acc, *out = lax.fori_loop(0, g.key_blocks(i), key_block, init)
+    out = out[0] if own_out else load_rows(out_ref, r0, g.Sq, g.bq).astype(F32)
+    t_out = acc - t_lse[:, None] * out
     store(t_out_ref.at[ds(r0, g.bq), whole(t_out_ref)], t_out.astype(t_out_ref.dtype),
           mask=(rows < g.Sq)[:, None])
     store(t_lse_ref.at[ds(r0, g.bq)], t_lse, mask=rows < g.Sq)
@@ -315,8 +335,8 @@ def _delta_kernel(out_ref: Any, ct_out_ref: Any, ct_lse_ref: Any, delta_ref: Any
 
 
 def _dkdv_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
-                 lse_ref: Any, ct_out_ref: Any, delta_ref: Any, dk_ref: Any, dv_ref: Any, *,
-                 g: Geometry, mask: Pair, bias: Pair) -> None:
+                 lse_ref: Any, lse_lo_ref: Any, ct_out_ref: Any, delta_ref: Any, dk_ref: Any,
+                 dv_ref: Any, *, g: Geometry, mask: Pair, bias: Pair) -> None:
     """dk and dv of one key block of one kv head: the G query heads that read
     it, each over the query blocks that see the block."""
     j = program_id(0)
@@ -330,7 +350,7 @@ def _dkdv_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: An
         q = load_rows(q_ref, r0, g.Sq, g.bq, head)
         ct = load_rows(ct_out_ref, r0, g.Sq, g.bq, head)
         s, valid = _scores(q, k, mask_ref, bias_ref, mask, bias, head, r0, c0, g)
-        p = _probs(s, valid, finite_or_zero(load_row_values(lse_ref, r0, g.Sq, g.bq, head)))
+        p = _probs(s, valid, *_load_lse(lse_ref, lse_lo_ref, r0, g, head))
         dv = dv + dot(p.astype(ct.dtype).T, ct)
         delta = load_row_values(delta_ref, r0, g.Sq, g.bq, head)
         ds_ = p * (dot(ct, v, trans_b=True) - delta[:, None])
@@ -347,8 +367,8 @@ def _dkdv_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: An
 
 
 def _dq_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
-               lse_ref: Any, ct_out_ref: Any, delta_ref: Any, dq_ref: Any, dbias_ref: Any, *,
-               g: Geometry, mask: Pair, bias: Pair) -> None:
+               lse_ref: Any, lse_lo_ref: Any, ct_out_ref: Any, delta_ref: Any, dq_ref: Any,
+               dbias_ref: Any, *, g: Geometry, mask: Pair, bias: Pair) -> None:
     """dq of one query block over the key blocks it sees, and dbias: the tile
     ``g`` itself where the bias is full, summed over its broadcast rows
     (one row per query block) or columns."""
@@ -358,7 +378,7 @@ def _dq_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
     in_q = rows < g.Sq
     q = load_rows(q_ref, r0, g.Sq, g.bq)
     ct = load_rows(ct_out_ref, r0, g.Sq, g.bq)
-    lse = finite_or_zero(load_row_values(lse_ref, r0, g.Sq, g.bq))
+    lse, lse_lo = _load_lse(lse_ref, lse_lo_ref, r0, g)
     delta = load_row_values(delta_ref, r0, g.Sq, g.bq)
     db_rows = ds(r0, g.bq) if bias.rows else ds(i, 1)
 
@@ -372,7 +392,7 @@ def _dq_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
         c0 = j * g.bk
         k, v = load_rows(k_ref, c0, g.Sk, g.bk), load_rows(v_ref, c0, g.Sk, g.bk)
         s, valid = _scores(q, k, mask_ref, bias_ref, mask, bias, 0, r0, c0, g)
-        ds_ = _probs(s, valid, lse) * (dot(ct, v, trans_b=True) - delta[:, None])
+        ds_ = _probs(s, valid, lse, lse_lo) * (dot(ct, v, trans_b=True) - delta[:, None])
         if bias.cols:
             store_dbias(c0, ds_ if bias.rows else ds_.sum(0, keepdims=True))
         else:
@@ -439,37 +459,38 @@ def forward(q: Array, k: Array, v: Array, mask: Array, bias: Array, *, causal: b
     mask8 = mask.astype(jnp.int8)
     pm, pb = Pair.of(mask), Pair.of(bias)
     lse_shape = (B, H, Sq)
-    out, lse = _call(
+    out, lse, lse_lo = _call(
         partial(_forward_kernel, g=g, mask=pm, bias=pb), "attention_forward", g, (g.nq, B, H),
         [_seq_spec(q, g), _seq_spec(k, g, kv=True), _seq_spec(v, g, kv=True),
          _pair_spec(pm, mask, 1), _pair_spec(pb, bias, 1)],
         [(_seq_spec(q, g), q.shape, q.dtype),
-         (_row_spec(Sq), lse_shape, F32)],
+         (_row_spec(Sq), lse_shape, F32), (_row_spec(Sq), lse_shape, F32)],
         interpret)(q, k, v, mask8, bias)
-    return [_unpad_head(out, D), lse]
+    return [_unpad_head(out, D), lse, lse_lo]
 
 
 def jvp(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array, lse: Array,
-        tq: Array, tk: Array, tv: Array, tbias: Array, *, causal: bool, scale: float,
-        blocks: BlockSizes | None, interpret: bool) -> list[Array]:
+        lse_lo: Array, tq: Array, tk: Array, tv: Array, tbias: Array, *, causal: bool,
+        scale: float, blocks: BlockSizes | None, interpret: bool) -> list[Array]:
     g = geometry(q, k, causal=causal, scale=scale, blocks=blocks)
     B, Sq, H, D = q.shape
     q, k, v, out, tq, tk, tv = (_pad_head(x, g.D) for x in (q, k, v, out, tq, tk, tv))
     mask8 = mask.astype(jnp.int8)
     pm, pb, pt = Pair.of(mask), Pair.of(bias), Pair.of(tbias)
     qs, kvs = _seq_spec(q, g), _seq_spec(k, g, kv=True)
+    rows = _row_spec(Sq)
     t_out, t_lse = _call(
-        partial(_jvp_kernel, g=g, mask=pm, bias=pb, tbias=pt), "attention_jvp", g,
-        (g.nq, B, H),
-        [qs, kvs, kvs, _pair_spec(pm, mask, 1), _pair_spec(pb, bias, 1), qs, _row_spec(Sq),
+        partial(_jvp_kernel, g=g, mask=pm, bias=pb, tbias=pt,
+                own_out=rounded_below_acc(out.dtype)), "attention_jvp", g, (g.nq, B, H),
+        [qs, kvs, kvs, _pair_spec(pm, mask, 1), _pair_spec(pb, bias, 1), qs, rows, rows,
          qs, kvs, kvs, _pair_spec(pt, tbias, 1)],
-        [(qs, out.shape, out.dtype), (_row_spec(Sq), lse.shape, lse.dtype)],
-        interpret)(q, k, v, mask8, bias, out, lse, tq, tk, tv, tbias)
+        [(qs, out.shape, out.dtype), (rows, lse.shape, lse.dtype)],
+        interpret)(q, k, v, mask8, bias, out, lse, lse_lo, tq, tk, tv, tbias)
     return [_unpad_head(t_out, D), t_lse]
 
 
 def backward(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array, lse: Array,
-             ct_out: Array, ct_lse: Array, *, causal: bool, scale: float,
+             lse_lo: Array, ct_out: Array, ct_lse: Array, *, causal: bool, scale: float,
              blocks: BlockSizes | None, interpret: bool) -> list[Array]:
     g = geometry(q, k, causal=causal, scale=scale, blocks=blocks, backward=True)
     B, Sq, H, D = q.shape
@@ -485,17 +506,17 @@ def backward(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array,
     dk, dv = _call(
         partial(_dkdv_kernel, g=g, mask=pm, bias=pb), "attention_dkdv", g, (g.nk, B, Hkv),
         [group, own_kv, own_kv, _pair_spec(pm, mask, g.G), _pair_spec(pb, bias, g.G),
-         group_rows, group, group_rows],
+         group_rows, group_rows, group, group_rows],
         [(own_kv, k.shape, k.dtype), (own_kv, v.shape, v.dtype)],
-        interpret)(q, k, v, mask8, bias, lse, ct_out, delta)
+        interpret)(q, k, v, mask8, bias, lse, lse_lo, ct_out, delta)
 
     db_shape = (B, H, Sq if pb.rows else g.nq, g.Sk if pb.cols else 1)
     db_spec = BlockSpec((None, None) + db_shape[2:], lambda blk, b, h: (b, h, 0, 0))
     dq, dbias = _call(
         partial(_dq_kernel, g=g, mask=pm, bias=pb), "attention_dq", g, (g.nq, B, H),
-        [qs, kvs, kvs, _pair_spec(pm, mask, 1), _pair_spec(pb, bias, 1), rows, qs, rows],
+        [qs, kvs, kvs, _pair_spec(pm, mask, 1), _pair_spec(pb, bias, 1), rows, rows, qs, rows],
         [(qs, q.shape, q.dtype), (db_spec, db_shape, F32)],
-        interpret)(q, k, v, mask8, bias, lse, ct_out, delta)
+        interpret)(q, k, v, mask8, bias, lse, lse_lo, ct_out, delta)
     summed = tuple(a for a, full in ((0, pb.batch), (1, pb.heads), (2, pb.rows)) if not full)
     dbias = jnp.sum(dbias, summed, keepdims=True) if summed else dbias
     return [_unpad_head(dq, D), _unpad_head(dk, D), _unpad_head(dv, D),

@@ -8,13 +8,14 @@ over the vocabulary in blocks of ``vocab`` columns, holding one ``[rows,
 vocab]`` float32 tile: a row of 256k logits never has to fit at once.
 
 * ``forward``: the online log-sum-exp over vocabulary blocks
-  (``core.numerics.online_lse_step``, finished by ``lse_from_sum`` with 0
-  for a row that is all ``-inf``, as the XLA lowering), the label's logit
+  (``core.numerics.online_lse_step``, finished by ``lse_parts`` with 0 for
+  a row that is all ``-inf``, as the XLA lowering: the pair ``lse``,
+  ``lse_lo``), the label's logit
   ``picked`` and (with label smoothing) the row sum; the per-token value
   ``lse + z lse**2 - (1 - eps) picked - eps mean`` (``core.numerics.ce_token_value``).
-* ``jvp``: with ``p = exp(x - lse)``, one pass over the blocks sums
-  ``t_lse = sum p t``, ``t[label]`` and ``sum t``; the tangent of the loss
-  is ``token_value`` in its tangent form.
+* ``jvp``: with ``p = exp((x - lse) - lse_lo)`` (``core.numerics.probs``),
+  one pass over the blocks sums ``t_lse = sum p t``, ``t[label]`` and ``sum
+  t``; the tangent of the loss is ``token_value`` in its tangent form.
 * ``backward``: one pass writing ``c (p (1 + 2 z lse) - (1 - eps) onehot -
   eps / V) + g_lse p`` (``core.numerics.ce_dlogits``) in the logits' dtype, block by
   block: nothing beyond the logits' own shape is made.
@@ -47,8 +48,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..core.numerics import (ce_dlogits, ce_token_value, finite_or_zero, lse_from_sum,
-                              masked_tokens, online_lse_step, token_mask)
+from ..core.numerics import (ce_dlogits, ce_token_value, finite_or_zero, lse_parts,
+                              masked_tokens, online_lse_step, probs, token_mask)
 from ._pallas import (BlockSpec, ds, DTYPES, F32, iota, is_power_of_2, load, load_row_values,
                       next_power_of_2, program_id, store, triton_call)
 
@@ -166,8 +167,8 @@ def _store_rows(ref: Any, r0: Any, value: Array, g: Geometry) -> None:
 
 
 # ------------------------------------------------------------------ kernels
-def _forward_kernel(x_ref: Any, lab_ref: Any, value_ref: Any, lse_ref: Any, *, g: Geometry,
-                    label_smoothing: float, z_loss: float) -> None:
+def _forward_kernel(x_ref: Any, lab_ref: Any, value_ref: Any, lse_ref: Any, lo_ref: Any, *,
+                    g: Geometry, label_smoothing: float, z_loss: float) -> None:
     r0 = program_id(0) * g.R
     labels = load_row_values(lab_ref, r0, g.N, g.R)
 
@@ -181,28 +182,30 @@ def _forward_kernel(x_ref: Any, lab_ref: Any, value_ref: Any, lse_ref: Any, *, g
     zero = jnp.zeros((g.R,), F32)
     m, total, picked, row_sum = lax.fori_loop(
         0, g.nv, block, (jnp.full((g.R,), -jnp.inf, F32), zero, zero, zero))
-    lse = lse_from_sum(finite_or_zero(m), total, 0.0)
-    value = ce_token_value(lse, lse, picked, row_sum / g.V, label_smoothing=label_smoothing,
+    lse, lse_lo = lse_parts(finite_or_zero(m), total, 0.0)
+    value = ce_token_value(lse, lse_lo, picked, row_sum / g.V, label_smoothing=label_smoothing,
                            z_loss=z_loss, tangent=False)
     _store_rows(value_ref, r0, value, g)
     _store_rows(lse_ref, r0, lse, g)
+    _store_rows(lo_ref, r0, lse_lo, g)
 
 
-def _probs(x: Array, lse: Array, ok: Array | None) -> Array:
-    """``p = exp(x - lse)`` inside [N, V], 0 outside."""
-    return _inside(jnp.exp(x - lse[:, None]), ok, 0.0)
+def _probs(x: Array, lse: Array, lse_lo: Array, ok: Array | None) -> Array:
+    """``p = exp((x - lse) - lse_lo)`` inside [N, V], 0 outside."""
+    return _inside(probs(x, lse[:, None], lse_lo[:, None]), ok, 0.0)
 
 
-def _jvp_kernel(x_ref: Any, lab_ref: Any, lse_ref: Any, t_ref: Any, t_value_ref: Any,
-                t_lse_ref: Any, *, g: Geometry, label_smoothing: float, z_loss: float) -> None:
+def _jvp_kernel(x_ref: Any, lab_ref: Any, lse_ref: Any, lo_ref: Any, t_ref: Any,
+                t_value_ref: Any, t_lse_ref: Any, *, g: Geometry, label_smoothing: float,
+                z_loss: float) -> None:
     r0 = program_id(0) * g.R
     labels = load_row_values(lab_ref, r0, g.N, g.R)
-    lse = load_row_values(lse_ref, r0, g.N, g.R)
+    lse, lse_lo = (load_row_values(ref, r0, g.N, g.R) for ref in (lse_ref, lo_ref))
 
     def block(j: Any, carry: tuple[Array, ...]) -> tuple[Array, ...]:
         t_lse, picked, row_sum = carry
         cols, ok = _tile_mask(r0, j * g.B, g)
-        p = _probs(_load_tile(x_ref, r0, j * g.B, ok, g), lse, ok)
+        p = _probs(_load_tile(x_ref, r0, j * g.B, ok, g), lse, lse_lo, ok)
         t = _load_tile(t_ref, r0, j * g.B, ok, g)
         return t_lse + jnp.sum(p * t, -1), picked + _picked(cols, labels, t), \
             row_sum + jnp.sum(t, -1)
@@ -215,17 +218,18 @@ def _jvp_kernel(x_ref: Any, lab_ref: Any, lse_ref: Any, t_ref: Any, t_value_ref:
     _store_rows(t_lse_ref, r0, t_lse, g)
 
 
-def _backward_kernel(x_ref: Any, lab_ref: Any, lse_ref: Any, c_ref: Any, g_lse_ref: Any,
-                     dx_ref: Any, *, g: Geometry, label_smoothing: float,
+def _backward_kernel(x_ref: Any, lab_ref: Any, lse_ref: Any, lo_ref: Any, c_ref: Any,
+                     g_lse_ref: Any, dx_ref: Any, *, g: Geometry, label_smoothing: float,
                      z_loss: float) -> None:
     r0 = program_id(0) * g.R
     labels = load_row_values(lab_ref, r0, g.N, g.R)
-    lse, c, g_lse = (load_row_values(ref, r0, g.N, g.R) for ref in (lse_ref, c_ref, g_lse_ref))
+    lse, lse_lo, c, g_lse = (load_row_values(ref, r0, g.N, g.R)
+                             for ref in (lse_ref, lo_ref, c_ref, g_lse_ref))
 
     def block(j: Any, carry: Any) -> Any:
         c0 = j * g.B
         cols, ok = _tile_mask(r0, c0, g)
-        p = _probs(_load_tile(x_ref, r0, c0, ok, g), lse, ok)
+        p = _probs(_load_tile(x_ref, r0, c0, ok, g), lse, lse_lo, ok)
         onehot = (cols[None, :] == labels[:, None]).astype(F32)
         d = ce_dlogits(p, onehot, lse, c, g_lse, g.V, label_smoothing=label_smoothing,
                        z_loss=z_loss)
@@ -264,17 +268,17 @@ def forward(logits: Array, labels: Array, *, ignore_index: int, label_smoothing:
             z_loss: float, blocks: BlockSizes | None, interpret: bool) -> list[Array]:
     g = geometry(logits, blocks)
     flat = labels.reshape(g.N)
-    value, lse = _call(
+    value, lse, lse_lo = _call(
         partial(_forward_kernel, g=g, label_smoothing=label_smoothing, z_loss=z_loss),
         "cross_entropy_forward", g,
         [logits.reshape(g.N, g.V), _kernel_labels(flat, g.V, ignore_index)],
-        [((g.N,), F32), ((g.N,), F32)], interpret)
+        [((g.N,), F32)] * 3, interpret)
     loss = masked_tokens(value, flat, g.V, ignore_index)
-    return [loss.reshape(labels.shape), lse.reshape(labels.shape)]
+    return [a.reshape(labels.shape) for a in (loss, lse, lse_lo)]
 
 
-def jvp(logits: Array, labels: Array, lse: Array, t: Array, *, ignore_index: int,
-        label_smoothing: float, z_loss: float, blocks: BlockSizes | None,
+def jvp(logits: Array, labels: Array, lse: Array, lse_lo: Array, t: Array, *,
+        ignore_index: int, label_smoothing: float, z_loss: float, blocks: BlockSizes | None,
         interpret: bool) -> list[Array]:
     g = geometry(logits, blocks)
     flat = labels.reshape(g.N)
@@ -282,14 +286,15 @@ def jvp(logits: Array, labels: Array, lse: Array, t: Array, *, ignore_index: int
         partial(_jvp_kernel, g=g, label_smoothing=label_smoothing, z_loss=z_loss),
         "cross_entropy_jvp", g,
         [logits.reshape(g.N, g.V), _kernel_labels(flat, g.V, ignore_index),
-         lse.reshape(g.N).astype(F32), t.reshape(g.N, g.V)],
+         lse.reshape(g.N).astype(F32), lse_lo.reshape(g.N).astype(F32),
+         t.reshape(g.N, g.V)],
         [((g.N,), F32), ((g.N,), F32)], interpret)
     t_loss = masked_tokens(t_value, flat, g.V, ignore_index)
     return [t_loss.reshape(labels.shape), t_lse.reshape(labels.shape)]
 
 
-def backward(logits: Array, labels: Array, lse: Array, g_loss: Array, g_lse: Array, *,
-             ignore_index: int, label_smoothing: float, z_loss: float,
+def backward(logits: Array, labels: Array, lse: Array, lse_lo: Array, g_loss: Array,
+             g_lse: Array, *, ignore_index: int, label_smoothing: float, z_loss: float,
              blocks: BlockSizes | None, interpret: bool) -> Array:
     g = geometry(logits, blocks)
     flat = labels.reshape(g.N)
@@ -298,7 +303,8 @@ def backward(logits: Array, labels: Array, lse: Array, g_loss: Array, g_lse: Arr
         partial(_backward_kernel, g=g, label_smoothing=label_smoothing, z_loss=z_loss),
         "cross_entropy_backward", g,
         [logits.reshape(g.N, g.V), _kernel_labels(flat, g.V, ignore_index),
-         lse.reshape(g.N).astype(F32), c.astype(F32), g_lse.reshape(g.N).astype(F32)],
+         lse.reshape(g.N).astype(F32), lse_lo.reshape(g.N).astype(F32), c.astype(F32),
+         g_lse.reshape(g.N).astype(F32)],
         [((g.N, g.V), logits.dtype)], interpret)
     return dx.reshape(logits.shape)
 
@@ -374,41 +380,43 @@ def flce_forward(h: Array, w: Array, labels: Array, *, ignore_index: int,
         h_c, l_c = args
         return forward(_matmul(h_c, w), l_c, **params)
 
-    loss, lse = lax.map(chunk, _chunked([h, labels], _chunk(tokens, vocab, blocks),
-                                        [0, ignore_index]))
-    return [_unchunked(loss, tokens), _unchunked(lse, tokens)]
+    outs = lax.map(chunk, _chunked([h, labels], _chunk(tokens, vocab, blocks),
+                                   [0, ignore_index]))
+    return [_unchunked(o, tokens) for o in outs]
 
 
-def flce_jvp(h: Array, w: Array, labels: Array, lse: Array, th: Array, tw: Array, *,
-             ignore_index: int, label_smoothing: float, z_loss: float, blocks: Any,
-             interpret: bool) -> list[Array]:
+def flce_jvp(h: Array, w: Array, labels: Array, lse: Array, lse_lo: Array, th: Array,
+             tw: Array, *, ignore_index: int, label_smoothing: float, z_loss: float,
+             blocks: Any, interpret: bool) -> list[Array]:
     tokens, vocab = h.shape[0], w.shape[1]
     params = dict(ignore_index=ignore_index, label_smoothing=label_smoothing, z_loss=z_loss,
                   blocks=None, interpret=interpret)
 
     def chunk(args: list[Array]) -> list[Array]:
-        h_c, l_c, lse_c, th_c = args
+        h_c, l_c, lse_c, lo_c, th_c = args
         t = _matmul(th_c, w) + _matmul(h_c, tw)
-        return jvp(_matmul(h_c, w), l_c, lse_c, t, **params)
+        return jvp(_matmul(h_c, w), l_c, lse_c, lo_c, t, **params)
 
     c = _chunk(tokens, vocab, blocks)
-    t_loss, t_lse = lax.map(chunk, _chunked([h, labels, lse, th], c, [0, ignore_index, 0, 0]))
+    t_loss, t_lse = lax.map(chunk, _chunked([h, labels, lse, lse_lo, th], c,
+                                            [0, ignore_index, 0, 0, 0]))
     return [_unchunked(t_loss, tokens), _unchunked(t_lse, tokens)]
 
 
-def flce_backward(h: Array, w: Array, labels: Array, lse: Array, g_loss: Array,
-                  g_lse: Array, *, ignore_index: int, label_smoothing: float, z_loss: float,
-                  blocks: Any, interpret: bool) -> list[Array]:
+def flce_backward(h: Array, w: Array, labels: Array, lse: Array, lse_lo: Array,
+                  g_loss: Array, g_lse: Array, *, ignore_index: int, label_smoothing: float,
+                  z_loss: float, blocks: Any, interpret: bool) -> list[Array]:
     tokens, vocab = h.shape[0], w.shape[1]
     params = dict(ignore_index=ignore_index, label_smoothing=label_smoothing, z_loss=z_loss,
                   blocks=None, interpret=interpret)
 
     def chunk(dw: Array, args: list[Array]) -> tuple[Array, Array]:
-        h_c, l_c, lse_c, g_c, gs_c = args
-        d = backward(_matmul(h_c, w), l_c, lse_c, g_c, gs_c, **params).astype(h.dtype)
+        h_c, l_c, lse_c, lo_c, g_c, gs_c = args
+        d = backward(_matmul(h_c, w), l_c, lse_c, lo_c, g_c, gs_c, **params).astype(h.dtype)
         return dw + _matmul(h_c, d, (0, 0)), _matmul(d, w, (1, 1))
 
     c = _chunk(tokens, vocab, blocks)
-    chunks = _chunked([h, labels, lse, g_loss, g_lse], c, [0, ignore_index, 0, 0, 0])
+    chunks = _chunked([h, labels, lse, lse_lo, g_loss, g_lse], c,
+                      [0, ignore_index, 0, 0, 0, 0])
     dw, dh = lax.scan(chunk, jnp.zeros(w.shape, F32), chunks)
     return [_unchunked(dh, tokens).astype(h.dtype), dw.astype(w.dtype)]

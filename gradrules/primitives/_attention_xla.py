@@ -8,10 +8,13 @@ query heads per key/value head), so grouped-query attention never copies k
 or v. Everything is accumulated in float32 (float64 for float64 input).
 
 * ``forward``: online softmax over the key blocks of each query block;
-  returns ``out`` and the log-sum-exp ``lse`` (``-inf`` for a row whose keys
-  are all masked, whose output is 0).
-* ``jvp``: with ``p = exp(s - lse)`` known, one pass gives
-  ``t_lse = sum_j p ds`` and ``t_out = sum_j p (ds v + t_v) - t_lse out``.
+  returns ``out`` and the log-sum-exp as the pair ``lse`` (``-inf`` for a
+  row whose keys are all masked, whose output is 0), ``lse_lo`` (its
+  rounding, ``core.numerics.lse_parts``).
+* ``jvp``: with ``p = exp((s - lse) - lse_lo)`` known (``core.numerics.probs``),
+  one pass gives ``t_lse = sum_j p ds`` and ``t_out = sum_j p (ds v + t_v) -
+  t_lse out``, where for 16-bit input ``out`` is ``sum_j p v`` summed in the
+  same pass in float32 (the 16-bit ``out`` residual is rounded).
 * ``backward``: FlashAttention-2's backward, an outer loop over key blocks
   (dk, dv of the block in the carry) and an inner loop over query blocks
   (dq updated in place); ``g = p (do . v - do . out + ct_lse)``.
@@ -39,7 +42,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..core.numerics import acc_dtype, finite_or_zero, online_lse_step, online_softmax_finish
+from ..core.numerics import (acc_dtype, finite_or_zero, online_lse_step, online_softmax_finish,
+                             probs, rounded_below_acc)
 from ..pallas.attention import BlockGrid, BlockSizes
 from ._fused import pad_axis, sum_to
 
@@ -156,10 +160,11 @@ def _scores(g: Geometry, qb: Array, kb: Array, mask: Array, bias: Array, i: Any,
 
 
 def _probs(g: Geometry, qb: Array, kb: Array, mask: Array, bias: Array, lse_b: Array,
-           i: Any, j: Any) -> Array:
-    """Normalised attention weights of one block, from the log-sum-exp."""
+           lo_b: Array, i: Any, j: Any) -> Array:
+    """Normalised attention weights of one block, from the log-sum-exp pair
+    (``lse_b`` finite, ``lo_b`` its rounding) of its query rows."""
     s, valid = _scores(g, qb, kb, mask, bias, i, j)
-    return jnp.where(valid, jnp.exp(s - lse_b[..., None]), jnp.zeros((), g.acc))
+    return jnp.where(valid, probs(s, lse_b[..., None], lo_b[..., None]), jnp.zeros((), g.acc))
 
 
 def _fori(lo: Any, hi: Any, body: Any, init: Any, blocks: int) -> Any:
@@ -189,10 +194,11 @@ def forward(q: Array, k: Array, v: Array, mask: Array, bias: Array, *, causal: b
     g = geometry(q, k, causal=causal, scale=scale, blocks=blocks)
     H = g.Hkv * g.G
     if g.empty or g.Sk == 0:
-        return [jnp.zeros(q.shape, q.dtype), jnp.full((g.B, H, g.Sq), -jnp.inf, g.acc)]
+        return [jnp.zeros(q.shape, q.dtype), jnp.full((g.B, H, g.Sq), -jnp.inf, g.acc),
+                jnp.zeros((g.B, H, g.Sq), g.acc)]
     qs, ks, vs = q_layout(q, g), kv_layout(k, g), kv_layout(v, g)
     mask5, bias5 = pair_layout(mask, g, False), pair_layout(bias.astype(g.acc), g, 0)
-    def query_block(i: Array) -> tuple[Array, Array]:
+    def query_block(i: Array) -> tuple[Array, Array, Array]:
         qb = _block(qs, 3, i, g.bq)
         rows = qb.shape[:4]
 
@@ -208,15 +214,15 @@ def forward(q: Array, k: Array, v: Array, mask: Array, bias: Array, *, causal: b
                 jnp.zeros(qb.shape, g.acc))
         return online_softmax_finish(*_fori(0, g.key_blocks(i), key_block, init, g.nk))
 
-    out, lse = _map_blocks(query_block, g.nq)
+    out, lse, lse_lo = _map_blocks(query_block, g.nq)
     return [q_unlayout(_merge_query_blocks(out, g), g, q.dtype),
-            row_unlayout(_merge_query_blocks(lse, g), g)]
+            *(row_unlayout(_merge_query_blocks(x, g), g) for x in (lse, lse_lo))]
 
 
 # ----------------------------------------------------------------- jvp
 def jvp(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array, lse: Array,
-        tq: Array, tk: Array, tv: Array, tbias: Array, *, causal: bool, scale: float,
-        blocks: BlockSizes | None) -> list[Array]:
+        lse_lo: Array, tq: Array, tk: Array, tv: Array, tbias: Array, *, causal: bool,
+        scale: float, blocks: BlockSizes | None) -> list[Array]:
     g = geometry(q, k, causal=causal, scale=scale, blocks=blocks)
     if g.empty or g.Sk == 0:
         return [jnp.zeros(out.shape, out.dtype), jnp.zeros(lse.shape, lse.dtype)]
@@ -224,26 +230,30 @@ def jvp(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array, lse:
     ks, tks, vs, tvs = (kv_layout(x, g) for x in (k, tk, v, tv))
     mask5, bias5 = pair_layout(mask, g, False), pair_layout(bias.astype(g.acc), g, 0)
     tbias5 = pair_layout(tbias.astype(g.acc), g, 0)
-    outs, lses = q_layout(out, g), finite_or_zero(row_layout(lse, g))
+    lses, los = finite_or_zero(row_layout(lse, g)), row_layout(lse_lo, g)
+    # out at the accumulation precision: the residual, else sum p v (below)
+    outs = None if rounded_below_acc(out.dtype) else q_layout(out, g)
     sc = jnp.asarray(g.scale, g.acc)
 
     def query_block(i: Array) -> tuple[Array, Array]:
         qb, tqb = _block(qs, 3, i, g.bq), _block(tqs, 3, i, g.bq)
-        lse_b = _block(lses, 3, i, g.bq)
+        lse_b, lo_b = _block(lses, 3, i, g.bq), _block(los, 3, i, g.bq)
 
-        def key_block(j: Array, carry: tuple[Array, Array]) -> tuple[Array, Array]:
-            c, y = carry
-            kb, tkb = _block(ks, 2, j, g.bk), _block(tks, 2, j, g.bk)
-            p = _probs(g, qb, kb, mask5, bias5, lse_b, i, j)
+        def key_block(j: Array, carry: tuple[Array, Array, Array | None]
+                      ) -> tuple[Array, Array, Array | None]:
+            c, y, o = carry
+            kb, tkb, vb = _block(ks, 2, j, g.bk), _block(tks, 2, j, g.bk), _block(vs, 2, j, g.bk)
+            p = _probs(g, qb, kb, mask5, bias5, lse_b, lo_b, i, j)
             ds = (jnp.einsum(_QK, tqb, kb) + jnp.einsum(_QK, qb, tkb)) * sc
             pds = p * (ds + _pair_block(tbias5, i, j, g))
-            y = y + jnp.einsum(_PV, pds, _block(vs, 2, j, g.bk)) \
-                + jnp.einsum(_PV, p, _block(tvs, 2, j, g.bk))
-            return c + pds.sum(-1), y
+            y = y + jnp.einsum(_PV, pds, vb) + jnp.einsum(_PV, p, _block(tvs, 2, j, g.bk))
+            o = None if o is None else o + jnp.einsum(_PV, p, vb)
+            return c + pds.sum(-1), y, o
 
-        init = (jnp.zeros(qb.shape[:4], g.acc), jnp.zeros(qb.shape, g.acc))
-        c, y = _fori(0, g.key_blocks(i), key_block, init, g.nk)
-        return y - c[..., None] * _block(outs, 3, i, g.bq), c
+        init = (jnp.zeros(qb.shape[:4], g.acc), jnp.zeros(qb.shape, g.acc),
+                jnp.zeros(qb.shape, g.acc) if outs is None else None)
+        c, y, o = _fori(0, g.key_blocks(i), key_block, init, g.nk)
+        return y - c[..., None] * (_block(outs, 3, i, g.bq) if o is None else o), c
 
     t_out, t_lse = _map_blocks(query_block, g.nq)
     return [q_unlayout(_merge_query_blocks(t_out, g), g, out.dtype),
@@ -263,7 +273,7 @@ def _add_block(acc: Array, blk: Array, i: Any, j: Any, g: Geometry) -> Array:
 
 
 def backward(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array, lse: Array,
-             ct_out: Array, ct_lse: Array, *, causal: bool, scale: float,
+             lse_lo: Array, ct_out: Array, ct_lse: Array, *, causal: bool, scale: float,
              blocks: BlockSizes | None) -> list[Array]:
     g = geometry(q, k, causal=causal, scale=scale, blocks=blocks)
     if g.empty or g.Sk == 0:
@@ -271,7 +281,7 @@ def backward(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array,
     qs, dos = q_layout(q, g), q_layout(ct_out, g)
     ks, vs = kv_layout(k, g), kv_layout(v, g)
     mask5, bias5 = pair_layout(mask, g, False), pair_layout(bias.astype(g.acc), g, 0)
-    lses = finite_or_zero(row_layout(lse, g))
+    lses, los = finite_or_zero(row_layout(lse, g)), row_layout(lse_lo, g)
     delta = (dos * q_layout(out, g)).sum(-1) - row_layout(ct_lse, g)
     shape5 = bias5.shape
 
@@ -281,7 +291,8 @@ def backward(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array,
         def query_block(i: Array, c: tuple[Array, ...]) -> tuple[Array, ...]:
             dk, dv, dq, dbias = c
             qb, dob = _block(qs, 3, i, g.bq), _block(dos, 3, i, g.bq)
-            p = _probs(g, qb, kb, mask5, bias5, _block(lses, 3, i, g.bq), i, j)
+            p = _probs(g, qb, kb, mask5, bias5, _block(lses, 3, i, g.bq),
+                       _block(los, 3, i, g.bq), i, j)
             dv = dv + jnp.einsum(_PQ, p, dob)
             ds = p * (jnp.einsum(_QK, dob, vb) - _block(delta, 3, i, g.bq)[..., None])
             dk = dk + jnp.einsum(_PQ, ds, qb)

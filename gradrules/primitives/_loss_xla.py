@@ -9,12 +9,14 @@ vocabulary (0 for a row that is all ``-inf``), ``eps`` the label smoothing,
     t_loss = t_lse (1 + 2 z lse) - (1 - eps) t[label] - eps mean(t),  t_lse = sum(p t)
     dx     = g_loss (p (1 + 2 z lse) - (1 - eps) onehot(label) - eps / V) + g_lse p
 
-with ``p = exp(x - lse)``. Tokens whose label is ``ignore_index`` give 0 (and
-no gradient); a label outside ``[0, V)`` that is not ``ignore_index`` gives
-NaN for its token (and its gradient), never a silently clipped label.
+with ``p = exp(x - lse)``, computed as ``exp((x - lse) - lse_lo)`` from the
+forward's log-sum-exp pair (``core.numerics.lse_parts``, ``probs``). Tokens
+whose label is ``ignore_index`` give 0 (and no gradient); a label outside
+``[0, V)`` that is not ``ignore_index`` gives NaN for its token (and its
+gradient), never a silently clipped label.
 
 ``cross_entropy`` works on the whole vocabulary row: the forward with the
-library's one log-sum-exp (``_fused.log_sum_exp``), the backward in the
+library's shifted exponentials (``_fused.shifted_exp``), the backward in the
 maths of the gradrules-op composition ``loss.cross_entropy_cotangent``
 (which its JVP rule differentiates), kept here in jax.numpy for speed (see
 ``ce_vjp``). The tangent map is lowered from its composition
@@ -25,7 +27,7 @@ differentiate (``cross_entropy``'s at ``h @ w``, which makes the logits): it
 never makes the ``[tokens, vocab]`` logits of ``h @ w``. The forward and the
 tangent map run an online log-sum-exp over vocabulary chunks of ``w`` for
 each block of tokens (with ``_fused``'s ``finite_or_zero`` shift and
-``lse_from_sum``); the backward loops over vocabulary chunks (each chunk of
+``lse_parts``); the backward loops over vocabulary chunks (each chunk of
 ``dw`` written once) and, inside, over token blocks (``dh`` accumulated). No
 array larger than one ``[token block, vocab chunk]`` block is made. The block
 sizes come in the ``implementation`` param (``blocks=Blocks(tokens,
@@ -43,10 +45,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..core.numerics import (acc_dtype, ce_dlogits, ce_token_value, finite_or_zero,
-                              lse_from_sum, online_lse_step)
+from ..core.numerics import (acc_dtype, ce_dlogits, ce_token_value, finite_or_zero, lse_parts,
+                              online_lse_step, probs)
 from ..core.numerics import masked_tokens as masked
-from ._fused import log_softmax_rows, log_sum_exp, max_shift, pad_axis, upcast
+from ._fused import log_softmax_rows, max_shift, pad_axis, shifted_exp, upcast
 
 
 Array = jax.Array
@@ -71,11 +73,12 @@ DEFAULT_BLOCKS = Blocks()
 
 
 # ----------------------------------------------------------- per-token maths
-def _combine(lse: Array, d_lse: Array, picked: Array, mean: Array | None, labels: Array,
+def _combine(lse: Array, other: Array, picked: Array, mean: Array | None, labels: Array,
              vocab: int, *, ignore_index: int, label_smoothing: float, z_loss: float,
              tangent: bool) -> Array:
-    """The loss (``tangent=False``: d_lse is lse) or its tangent, masked."""
-    v = ce_token_value(lse, d_lse, picked, mean, label_smoothing=label_smoothing,
+    """The loss (``tangent=False``: other is lse_lo) or its tangent (other is
+    d_lse), masked (``core.numerics.ce_token_value``)."""
+    v = ce_token_value(lse, other, picked, mean, label_smoothing=label_smoothing,
                        z_loss=z_loss, tangent=tangent)
     return masked(v, labels, vocab, ignore_index)
 
@@ -92,13 +95,14 @@ def dlogits_block(p: Array, lse: Array, labels: Array, v0: Any, vocab: int, g_lo
                       z_loss=z_loss)
 
 
-def _row_probs(x: Array, lse: Array) -> Array:
-    """``exp(x - lse)``, written as ``exp(x - shift) exp(shift - lse)`` with the
-    forward's shift (``_fused.max_shift``, as in its ``log_sum_exp``): under
-    jit, XLA then computes ``exp(x - shift)`` once for the forward's
-    log-sum-exp and this map, one exponential per logit instead of two."""
+def _row_probs(x: Array, lse: Array, lse_lo: Array) -> Array:
+    """``exp((x - lse) - lse_lo)``, written as ``exp(x - shift) exp((shift -
+    lse) - lse_lo)`` with the forward's shift (``_fused.max_shift``, as in its
+    ``shifted_exp``): under jit, XLA then computes ``exp(x - shift)`` once for
+    the forward's log-sum-exp and this map, one exponential per logit instead
+    of two."""
     shift = max_shift(x, -1)
-    return jnp.exp(x - shift) * jnp.exp(shift - lse[..., None])
+    return jnp.exp(x - shift) * probs(shift, lse[..., None], lse_lo[..., None])
 
 
 def _pick(x: Array, labels: Array) -> Array:
@@ -111,12 +115,13 @@ def _pick(x: Array, labels: Array) -> Array:
 def ce_forward(logits: Array, labels: Array, *, ignore_index: int, label_smoothing: float,
                z_loss: float) -> list[Array]:
     x = upcast(logits)
-    lse = log_sum_exp(x, -1)[..., 0]
+    shift, _, e = shifted_exp(x, -1)
+    lse, lse_lo = lse_parts(shift[..., 0], jnp.sum(e, -1), 0.0)
     mean = jnp.mean(x, -1) if label_smoothing else None
-    loss = _combine(lse, lse, _pick(x, labels), mean, labels, x.shape[-1],
+    loss = _combine(lse, lse_lo, _pick(x, labels), mean, labels, x.shape[-1],
                     ignore_index=ignore_index, label_smoothing=label_smoothing,
                     z_loss=z_loss, tangent=False)
-    return [loss, lse]
+    return [loss, lse, lse_lo]
 
 
 # The backward is deliberately jax.numpy rather than the gradrules-op
@@ -132,10 +137,10 @@ def ce_forward(logits: Array, labels: Array, *, ignore_index: int, label_smoothi
 # [tokens, vocab] exponentials until lse is known: 512 MiB of temp memory and
 # ~30% more time at that size), so its lowering is its composition,
 # loss.cross_entropy_tangent.
-def ce_vjp(logits: Array, labels: Array, lse: Array, g_loss: Array, g_lse: Array, *,
-           ignore_index: int, label_smoothing: float, z_loss: float) -> Array:
+def ce_vjp(logits: Array, labels: Array, lse: Array, lse_lo: Array, g_loss: Array,
+           g_lse: Array, *, ignore_index: int, label_smoothing: float, z_loss: float) -> Array:
     x = upcast(logits)
-    d = dlogits_block(_row_probs(x, lse), lse, labels, 0, x.shape[-1], g_loss, g_lse,
+    d = dlogits_block(_row_probs(x, lse, lse_lo), lse, labels, 0, x.shape[-1], g_loss, g_lse,
                       ignore_index=ignore_index, label_smoothing=label_smoothing,
                       z_loss=z_loss)
     return d.astype(logits.dtype)
@@ -203,26 +208,26 @@ def _flce_forward_2d(h: Array, w: Array, labels: Array, *, blocks: Blocks,
         zero = jnp.zeros(hb.shape[:1], acc)
         m, s, picked, total = _vocab_chunks([w], blocks.vocab, chunk,
                                             (jnp.full_like(zero, -jnp.inf), zero, zero, zero))
-        lse = lse_from_sum(finite_or_zero(m), s, 0.0)
-        loss = _combine(lse, lse, picked, total / vocab, lb, vocab, ignore_index=ignore_index,
+        lse, lse_lo = lse_parts(finite_or_zero(m), s, 0.0)
+        loss = _combine(lse, lse_lo, picked, total / vocab, lb, vocab, ignore_index=ignore_index,
                         label_smoothing=label_smoothing, z_loss=z_loss, tangent=False)
-        return [loss, lse]
+        return [loss, lse, lse_lo]
 
     return _token_blocks(one_block, [h, labels], blocks.tokens)
 
 
-def _flce_jvp_2d(h: Array, w: Array, labels: Array, lse: Array, th: Array, tw: Array, *,
-                 blocks: Blocks, ignore_index: int, label_smoothing: float,
+def _flce_jvp_2d(h: Array, w: Array, labels: Array, lse: Array, lse_lo: Array, th: Array,
+                 tw: Array, *, blocks: Blocks, ignore_index: int, label_smoothing: float,
                  z_loss: float) -> list[Array]:
     acc = acc_dtype(h.dtype)
     vocab = w.shape[1]
 
-    def one_block(hb: Array, lb: Array, lseb: Array, thb: Array) -> list[Array]:
+    def one_block(hb: Array, lb: Array, lseb: Array, lob: Array, thb: Array) -> list[Array]:
         def chunk(c: Any, w_c: list[Array], v0: Any) -> Any:
             t_lse, picked, total = c
             x = _dot(hb, w_c[0], acc)
             t = _dot(thb, w_c[0], acc) + _dot(hb, w_c[1], acc)
-            t_lse = t_lse + jnp.sum(jnp.exp(x - lseb[:, None]) * t, -1)
+            t_lse = t_lse + jnp.sum(probs(x, lseb[:, None], lob[:, None]) * t, -1)
             cols = v0 + lax.broadcasted_iota(lb.dtype, x.shape, 1)
             picked = picked + jnp.sum(jnp.where(cols == lb[:, None], t, 0), -1)
             return t_lse, picked, total + jnp.sum(t, -1)
@@ -234,17 +239,17 @@ def _flce_jvp_2d(h: Array, w: Array, labels: Array, lse: Array, th: Array, tw: A
                           z_loss=z_loss, tangent=True)
         return [t_loss, t_lse]
 
-    return _token_blocks(one_block, [h, labels, lse, th], blocks.tokens)
+    return _token_blocks(one_block, [h, labels, lse, lse_lo, th], blocks.tokens)
 
 
-def _flce_vjp_2d(h: Array, w: Array, labels: Array, lse: Array, g_loss: Array, g_lse: Array,
-                 *, blocks: Blocks, ignore_index: int, label_smoothing: float,
+def _flce_vjp_2d(h: Array, w: Array, labels: Array, lse: Array, lse_lo: Array, g_loss: Array,
+                 g_lse: Array, *, blocks: Blocks, ignore_index: int, label_smoothing: float,
                  z_loss: float) -> list[Array]:
     acc = acc_dtype(h.dtype)
     tokens, vocab = h.shape[0], w.shape[1]
     tc = blocks.tokens
     nb = -(-tokens // tc)
-    hp, lp, lsep = (pad_axis(a, 0, nb * tc) for a in (h, labels, lse))
+    hp, lp, lsep, lop = (pad_axis(a, 0, nb * tc) for a in (h, labels, lse, lse_lo))
     glp, gsp = (pad_axis(a, 0, nb * tc) for a in (g_loss, g_lse))   # padded rows: g = 0
 
     def chunk(c: Any, w_c: list[Array], v0: Any) -> Any:
@@ -252,10 +257,11 @@ def _flce_vjp_2d(h: Array, w: Array, labels: Array, lse: Array, g_loss: Array, g
 
         def token_block(k: Any, cc: Any) -> Any:
             dh, dw_c = cc
-            rows = [lax.dynamic_slice_in_dim(a, k * tc, tc) for a in (hp, lp, lsep, glp, gsp)]
-            hb, lb, lseb, gb, gsb = rows
+            rows = [lax.dynamic_slice_in_dim(a, k * tc, tc)
+                    for a in (hp, lp, lsep, lop, glp, gsp)]
+            hb, lb, lseb, lob, gb, gsb = rows
             x = _dot(hb, w_c[0], acc)
-            d = dlogits_block(jnp.exp(x - lseb[:, None]), lseb, lb, v0, vocab, gb, gsb,
+            d = dlogits_block(probs(x, lseb[:, None], lob[:, None]), lseb, lb, v0, vocab, gb, gsb,
                               ignore_index=ignore_index, label_smoothing=label_smoothing,
                               z_loss=z_loss)
             dhb = lax.dynamic_slice_in_dim(dh, k * tc, tc) + _dot(d, w_c[0], acc, (1, 1))
@@ -286,18 +292,18 @@ def flce_forward(h: Array, w: Array, labels: Array, *, blocks: Blocks | None,
         h, w, labels)
 
 
-def flce_jvp(h: Array, w: Array, labels: Array, lse: Array, th: Array, tw: Array, *,
-             blocks: Blocks | None, **params: Any) -> list[Array]:
+def flce_jvp(h: Array, w: Array, labels: Array, lse: Array, lse_lo: Array, th: Array,
+             tw: Array, *, blocks: Blocks | None, **params: Any) -> list[Array]:
     blocks = sized_blocks(blocks, h, w)
     return _over_batch(lambda *a: _flce_jvp_2d(*a, blocks=blocks, **params), h.ndim - 2)(
-        h, w, labels, lse, th, tw)
+        h, w, labels, lse, lse_lo, th, tw)
 
 
-def flce_vjp(h: Array, w: Array, labels: Array, lse: Array, g_loss: Array, g_lse: Array, *,
-             blocks: Blocks | None, **params: Any) -> list[Array]:
+def flce_vjp(h: Array, w: Array, labels: Array, lse: Array, lse_lo: Array, g_loss: Array,
+             g_lse: Array, *, blocks: Blocks | None, **params: Any) -> list[Array]:
     blocks = sized_blocks(blocks, h, w)
     return _over_batch(lambda *a: _flce_vjp_2d(*a, blocks=blocks, **params), h.ndim - 2)(
-        h, w, labels, lse, g_loss, g_lse)
+        h, w, labels, lse, lse_lo, g_loss, g_lse)
 
 
 def sce_forward(logits: Array, labels: Array) -> Array:

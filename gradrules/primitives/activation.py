@@ -78,13 +78,13 @@ leaky_relu_p = elementwise_primitive("leaky_relu", _leaky_relu_impl, family=FAMI
 
 
 def leaky_relu(x: ArrayLike, *, negative_slope: float = 0.01) -> Array:
-    """x for x > 0, negative_slope * x otherwise.
+    """x for x > 0, negative_slope * x otherwise, for a finite number
+    negative_slope (an infinite one gives 0 * inf = NaN at x = 0).
 
     d/dx = 1 for x > 0 and negative_slope for x <= 0 (the core IR's
     leaky_relu_backward: the slope at 0 is negative_slope).
     """
-    slope = number_param("leaky_relu", "negative_slope", negative_slope,
-                         allow_inf=True)
+    slope = number_param("leaky_relu", "negative_slope", negative_slope)
     (x,) = promote("leaky_relu", {"x": x}, "float")
     return leaky_relu_p.bind(x, negative_slope=slope)
 

@@ -8,12 +8,16 @@ calls it takes: ``pallas.attention.supports``), with the kernel choice and
 block sizes (``BlockSizes``) in the one ``implementation`` param; their
 params are ``causal`` and ``scale``:
 
-* ``attention_p(q, k, v, mask, bias) -> (out, lse)``: the forward; ``lse`` is
-  the log-sum-exp of each row's scores ``[B, H, Sq]`` (``-inf`` for a row
-  whose keys are all masked), kept as the residual of the other two;
-* ``attention_jvp_p(q, k, v, mask, bias, out, lse, tq, tk, tv, tbias)
+* ``attention_p(q, k, v, mask, bias) -> (out, lse, lse_lo)``: the forward;
+  ``lse`` is the log-sum-exp of each row's scores ``[B, H, Sq]`` (``-inf``
+  for a row whose keys are all masked) and ``lse_lo`` the part of it that
+  rounding ``lse`` drops (``core.numerics.lse_parts``; 0 there), kept as the
+  residuals of the other two, which take ``p = exp((s - lse) - lse_lo)``
+  (``core.numerics.probs``: right where ``|lse|`` is large). ``lse_lo``'s
+  tangent is a symbolic zero (``lse``'s is the log-sum-exp's);
+* ``attention_jvp_p(q, k, v, mask, bias, out, lse, lse_lo, tq, tk, tv, tbias)
   -> (t_out, t_lse)``: the tangent map, linear in ``tq, tk, tv, tbias``;
-* ``attention_vjp_p(q, k, v, mask, bias, out, lse, ct_out, ct_lse)
+* ``attention_vjp_p(q, k, v, mask, bias, out, lse, lse_lo, ct_out, ct_lse)
   -> (dq, dk, dv, dbias)``: its transpose, the fused backward.
 
 ``mask`` and ``bias`` are always operands, of rank 4 and broadcastable to
@@ -51,7 +55,7 @@ Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
 FAMILY = "attention"
 OPERANDS = ("q", "k", "v", "mask", "bias")
-RESIDUALS = ("out", "lse")
+RESIDUALS = ("out", "lse", "lse_lo")
 PARAMS = ("causal", "scale")
 _OP = "attention"
 
@@ -100,7 +104,8 @@ def _outputs(q: Any, k: Any, v: Any, mask: Any, bias: Any) -> list[ShapedArray]:
     if bias.dtype != q.dtype:
         raise TypeError(f"{op_name(_OP)}: bias ({bias.dtype}) must have the dtype of q "
                         f"({q.dtype})")
-    return [ShapedArray(q.shape, q.dtype), ShapedArray((B, H, Sq), acc_dtype(q.dtype))]
+    rows = ShapedArray((B, H, Sq), acc_dtype(q.dtype))
+    return [ShapedArray(q.shape, q.dtype), rows, rows]
 
 
 def _attention_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any,
@@ -108,18 +113,19 @@ def _attention_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any,
     return _outputs(q, k, v, mask, bias)
 
 
-def _residuals(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: Any
-               ) -> list[ShapedArray]:
+def _residuals(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: Any,
+               lse_lo: Any) -> list[ShapedArray]:
+    """The forward's avals, which ``out``, ``lse`` and ``lse_lo`` must have."""
     avals = _outputs(q, k, v, mask, bias)
-    _same("out", out, avals[0])
-    _same("lse", lse, avals[1])
+    for name, x, aval in zip(RESIDUALS, (out, lse, lse_lo), avals):
+        _same(name, x, aval)
     return avals
 
 
 def _attention_jvp_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any,
-                              lse: Any, tq: Any, tk: Any, tv: Any, tbias: Any,
+                              lse: Any, lse_lo: Any, tq: Any, tk: Any, tv: Any, tbias: Any,
                               **params: Any) -> list[ShapedArray]:
-    avals = _residuals(q, k, v, mask, bias, out, lse)
+    avals = _residuals(q, k, v, mask, bias, out, lse, lse_lo)[:2]
     for name, t, x in (("tq", tq, q), ("tk", tk, k), ("tv", tv, v)):
         _same(name, t, x)
     if tbias.dtype != bias.dtype or len(tbias.shape) != 4 or any(
@@ -130,16 +136,16 @@ def _attention_jvp_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any, out:
 
 
 def _attention_vjp_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any,
-                              lse: Any, ct_out: Any, ct_lse: Any,
+                              lse: Any, lse_lo: Any, ct_out: Any, ct_lse: Any,
                               **params: Any) -> list[ShapedArray]:
-    avals = _residuals(q, k, v, mask, bias, out, lse)
+    avals = _residuals(q, k, v, mask, bias, out, lse, lse_lo)
     _same("ct_out", ct_out, avals[0])
     _same("ct_lse", ct_lse, avals[1])
     return [ShapedArray(x.shape, x.dtype) for x in (q, k, v, bias)]
 
 
 attention_p = define_primitive(
-    "attention", family=FAMILY, operands=OPERANDS, outputs=("out", "lse"), params=PARAMS,
+    "attention", family=FAMILY, operands=OPERANDS, outputs=RESIDUALS, params=PARAMS,
     multiple_results=True,
     infer_meta=_attention_infer_meta,
     implementations={"xla": xla.forward, "pallas": kernels.forward, "supports": kernels.supports})
@@ -179,7 +185,7 @@ def _pair_arg(op: str, name: str, x: Any, kind: str, q: Any, k: Any) -> Any:
 _QKV_LABELS = ("batch", None, "heads", None)
 _PAIR_LABELS = ("batch", "heads", None, None)
 _LABELS = (_QKV_LABELS,) * 3 + (_PAIR_LABELS,) * 2
-_OUT_LABELS = (_QKV_LABELS, ("batch", "heads", None))
+_OUT_LABELS = (_QKV_LABELS,) + (("batch", "heads", None),) * 2     # out, lse, lse_lo
 
 
 def _block_param(name: str, value: Any) -> int | None:
@@ -257,8 +263,8 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
             else _pair_arg(_OP, "bias", bias, "float", q, k))
     blocks = _blocks(block_q, block_k, block_sizes)
     params = dict(causal=causal, scale=scale, implementation=implementation(blocks))
-    out, _ = shard_map_bind(partial(attention_p.bind, **params), (q, k, v, mask, bias),
-                            _LABELS, _OUT_LABELS)
+    out, _, _ = shard_map_bind(partial(attention_p.bind, **params), (q, k, v, mask, bias),
+                               _LABELS, _OUT_LABELS)
     return out
 
 

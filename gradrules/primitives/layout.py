@@ -231,6 +231,7 @@ def pad(x: ArrayLike, pad_width: Any, *, mode: str = "constant",
     x = data_arg("pad", "x", x)
     choice_param("pad", "mode", mode, PAD_MODES)
     value = as_array("pad", "value", value)
+    check_dtype("pad", "value", jnp.result_type(value), "any")
     dtype = jnp.result_type(x)
     if isinstance(value, (bool, int, float, np.generic, np.ndarray)):
         value = np.asarray(value, dtype=dtype)

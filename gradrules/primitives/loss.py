@@ -10,22 +10,29 @@ cannot be inspected at trace time, and such a token's loss and gradient are
 NaN (so the reduced loss is NaN): never a silently clipped label.
 
 16-bit logits are accumulated in float32: the per-token losses and the
-log-sum-exp residual are float32 and the reduced loss is cast back to the
+log-sum-exp residuals are float32 and the reduced loss is cast back to the
 logits' dtype.
+
+The forwards keep the log-sum-exp as a pair, ``lse`` and its rounding
+``lse_lo`` (``core.numerics.lse_parts``; ``lse_lo``'s tangent is a symbolic
+zero); the other primitives take both, ``p = exp((x - lse) - lse_lo)``: exact
+where ``|lse|`` is large (float32 logits of 1e6, where ``exp(x - lse)``
+does not sum to 1).
 
 cross_entropy's tangent map and backward are written in gradrules ops
 (``cross_entropy_tangent``, ``cross_entropy_cotangent``): the functions their
 JVP rules differentiate, and (at ``h @ w``) fused_linear_cross_entropy's;
 ``cross_entropy_tangent`` is also the tangent map's XLA lowering. The other
 lowerings are plain jax.numpy, in ``_loss_xla.py``: cross_entropy's forward
-(with the library's one log-sum-exp) and backward (deliberately: it shares
+(the log-sum-exp pair from ``_fused.shifted_exp``) and backward (deliberately: it shares
 the forward's ``exp(x - shift)``, see there), and fused_linear_cross_entropy's
 three primitives, chunked so that the logits are never made; their block
 sizes are the ``blocks`` of the ``implementation`` param
 (``_loss_xla.Blocks``). The Pallas kernels of all six primitives are in
 ``pallas/loss.py`` (fused_linear_cross_entropy's: XLA matmuls per chunk of
 tokens around cross_entropy's kernels). Both public functions bind their
-forward inside ``shard_map`` over the mesh axes of the token dims.
+forward inside ``shard_map`` over the mesh axes of the token dims. The
+labels, params, per-token mask and reductions are ``_labels.py``'s.
 """
 
 from __future__ import annotations
@@ -40,9 +47,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray, aval_of
-from ..core.args import (as_array, block_sizes_param, choice_param, float_array, int_param,
-                         number_param)
-from ..core.kernels import implementation
+from ..core.args import block_sizes_param, choice_param, float_array, int_param
 from ..core.meta import check_dtype, op_name
 from ..core.numerics import acc_dtype
 from ..core.primitive import define_primitive
@@ -50,13 +55,13 @@ from ..core.registry import OpDef, register_op
 from ..pallas import loss as kernels
 from ..pallas.loss import BlockSizes
 from . import _loss_xla as xla
+from ._labels import (REDUCTIONS, check_labels, labels_arg, loss_params, mask_tokens, one_hot,
+                      reduce_loss)
 from ._compose import cast
 from ._fused import check_like
 from ._sharding import row_labels, shard_map_bind
-from .arithmetic import add, divide, multiply, subtract
-from .compare import eq, ge, lt, ne, where
-from .convert import convert_element_type, promote
-from .gather import one_hot as catalog_one_hot
+from .arithmetic import add, multiply, subtract
+from .convert import promote
 from .gather import take_along_axis
 from .reduction import mean as gr_mean
 from .reduction import sum as gr_sum
@@ -66,7 +71,6 @@ from .unary import exp
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
 FAMILY = "loss"
-REDUCTIONS = ("mean", "sum", "none")
 CE_PARAMS = ("ignore_index", "label_smoothing", "z_loss")
 
 
@@ -75,124 +79,52 @@ _blocks = partial(block_sizes_param, cls=BlockSizes,
                   public_name="gradrules.pallas.loss.BlockSizes")
 
 
-# ------------------------------------------------------------- validation
-def _check_labels(op: str, labels: Any, rows: tuple[int, ...], what: str) -> None:
-    check_dtype(op, "labels", labels.dtype, "int")
-    if tuple(labels.shape) != tuple(rows):
-        raise ValueError(f"{op_name(op)}: labels must have shape {tuple(rows)} ({what}), got "
-                         f"{tuple(labels.shape)}")
-
-
-def labels_arg(op: str, labels: Any, rows: tuple[int, ...], classes: int, ignore_index: int,
-               what: str) -> Any:
-    """Integer labels of shape ``rows``, each in [0, classes) or ignore_index
-    (checked when the labels are concrete)."""
-    labels = as_array(op, "labels", labels)
-    labels = jnp.asarray(labels) if isinstance(labels, (bool, int, float, np.generic)) else labels
-    dtype = jnp.result_type(labels)
-    if not jnp.issubdtype(dtype, jnp.integer):
-        raise TypeError(f"{op_name(op)}: argument labels must have an integer dtype, got "
-                        f"{dtype}")
-    _check_labels(op, jax.ShapeDtypeStruct(np.shape(labels), dtype), rows, what)
-    try:
-        concrete = np.asarray(labels)
-    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        return labels
-    bad = (concrete != ignore_index) & ((concrete < 0) | (concrete >= classes))
-    if bad.any():
-        raise ValueError(f"{op_name(op)}: labels must lie in [0, {classes}) or equal "
-                         f"ignore_index={ignore_index}; got {sorted(set(concrete[bad].tolist()))[:8]}")
-    return labels
-
-
-def loss_params(op: str, ignore_index: Any, label_smoothing: Any, z_loss: Any,
-                blocks: Any = None) -> dict[str, Any]:
-    """The params of the cross-entropy primitives (``CE_PARAMS`` and the
-    ``implementation``, with ``blocks`` for the lowering)."""
-    return {"ignore_index": int_param(op, "ignore_index", ignore_index),
-            "label_smoothing": number_param(op, "label_smoothing", label_smoothing, lo=0.0,
-                                            hi=1.0),
-            "z_loss": number_param(op, "z_loss", z_loss, lo=0.0),
-            "implementation": implementation(blocks)}
-
-
-def one_hot(labels: Any, classes: int, dtype: Any, ignore_index: int) -> Any:
-    """``[labels == c]`` along a new last axis as ``dtype`` (bool or float): the
-    catalog one_hot, whose out-of-range labels give zero rows; ignored tokens
-    (which may carry an in-range ``ignore_index``) are sent out of range first,
-    so they give zero rows too."""
-    ltype = np.dtype(jnp.result_type(labels))
-    outside = np.array(-1 if jnp.issubdtype(ltype, jnp.signedinteger) else np.iinfo(ltype).max,
-                       ltype)
-    kept = where(ne(labels, ignore_index), labels, outside)
-    return catalog_one_hot(kept, num_classes=classes, dtype=dtype)
-
-
-def mask_tokens(v: Any, labels: Any, classes: int, ignore_index: int) -> Any:
-    """``v`` on valid tokens, 0 on ignored ones, NaN where the label is out of
-    range (``_loss_xla.masked`` in gradrules ops)."""
-    valid = ne(labels, ignore_index)
-    bad = where(valid, where(lt(labels, 0), True, ge(labels, classes)), False)
-    return where(valid, where(bad, np.nan, v), 0.0)
-
-
-def reduce_loss(op: str, loss: Any, labels: Any, ignore_index: int, reduction: str,
-                dtype: Any, denominator: Any = None) -> Any:
-    """``none``: the per-token losses; ``sum``; ``mean``: the sum over the
-    ``denominator`` (default: the number of tokens not ignored), defined as 0
-    when that is 0. Cast to ``dtype`` at the end."""
-    choice_param(op, "reduction", reduction, REDUCTIONS)
-    if reduction == "sum":
-        loss = gr_sum(loss)
-    elif reduction == "mean":
-        if denominator is None:
-            denominator = gr_sum(convert_element_type(ne(labels, ignore_index),
-                                                      dtype=jnp.result_type(loss)))
-        denominator = where(eq(denominator, 0.0), 1.0, denominator)
-        loss = divide(gr_sum(loss), denominator)
-    if jnp.result_type(loss) != np.dtype(dtype):
-        loss = convert_element_type(loss, dtype=dtype)
-    return loss
-
-
 # ----------------------------------------------------------- cross_entropy
 def ce_meta(op: str, logits: Any, labels: Any, **params: Any
-            ) -> tuple[ShapedArray, ShapedArray]:
-    """The per-token loss and log-sum-exp of a cross entropy ``op`` of
-    ``logits [..., V]`` and integer ``labels [...]`` (accumulation dtype)."""
+            ) -> tuple[ShapedArray, ShapedArray, ShapedArray]:
+    """The per-token loss and log-sum-exp pair (``lse``, ``lse_lo``:
+    ``core.numerics.lse_parts``) of a cross entropy ``op`` of ``logits [...,
+    V]`` and integer ``labels [...]`` (accumulation dtype)."""
     check_dtype(op, "logits", logits.dtype, "float")
     if not logits.shape:
         raise ValueError(f"{op_name(op)}: logits must have a class axis, got a scalar")
-    _check_labels(op, labels, logits.shape[:-1], "logits.shape[:-1]")
+    check_labels(op, labels, logits.shape[:-1], "logits.shape[:-1]")
     tok = ShapedArray(labels.shape, acc_dtype(logits.dtype))
-    return tok, tok
+    return tok, tok, tok
 
 
-def ce_jvp_meta(op: str, logits: Any, labels: Any, lse: Any, t: Any, **params: Any
-                ) -> tuple[ShapedArray, ShapedArray]:
-    """The tangents of ``ce_meta``'s results."""
-    tok, _ = ce_meta(op, logits, labels)
-    check_like(f"{op}_jvp", "lse", lse, tok.shape, tok.dtype)
+def _like_tokens(op: str, tok: ShapedArray, **operands: Any) -> ShapedArray:
+    """``tok``, once each per-token operand (residual, cotangent) is like it."""
+    for name, a in operands.items():
+        check_like(op, name, a, tok.shape, tok.dtype)
+    return tok
+
+
+def ce_jvp_meta(op: str, logits: Any, labels: Any, lse: Any, lse_lo: Any, t: Any,
+                **params: Any) -> tuple[ShapedArray, ShapedArray]:
+    """The tangents of ``ce_meta``'s loss and ``lse`` (``lse_lo``'s is zero)."""
+    tok = _like_tokens(f"{op}_jvp", ce_meta(op, logits, labels)[0], lse=lse, lse_lo=lse_lo)
     check_like(f"{op}_jvp", "t", t, logits.shape, logits.dtype)
     return tok, tok
 
 
-def ce_vjp_meta(op: str, logits: Any, labels: Any, lse: Any, g_loss: Any, g_lse: Any,
-                **params: Any) -> ShapedArray:
-    """The logits' cotangent, from those of ``ce_meta``'s results."""
-    tok, _ = ce_meta(op, logits, labels)
-    for name, a in (("lse", lse), ("g_loss", g_loss), ("g_lse", g_lse)):
-        check_like(f"{op}_vjp", name, a, tok.shape, tok.dtype)
+def ce_vjp_meta(op: str, logits: Any, labels: Any, lse: Any, lse_lo: Any, g_loss: Any,
+                g_lse: Any, **params: Any) -> ShapedArray:
+    """The logits' cotangent, from those of ``ce_meta``'s loss and ``lse``."""
+    _like_tokens(f"{op}_vjp", ce_meta(op, logits, labels)[0], lse=lse, lse_lo=lse_lo,
+                 g_loss=g_loss, g_lse=g_lse)
     return ShapedArray(logits.shape, logits.dtype)
 
 
-def token_probs(x: Any, lse: Any) -> Any:
-    """``p = exp(x - lse)`` along the last axis."""
-    return exp(subtract(x, expand_dims(lse, axis=-1)))
+def token_probs(x: Any, lse: Any, lse_lo: Any) -> Any:
+    """``p = exp((x - lse) - lse_lo)`` along the last axis: the probabilities
+    from the log-sum-exp pair (``core.numerics.probs`` in gradrules ops)."""
+    return exp(subtract(subtract(x, expand_dims(lse, axis=-1)), expand_dims(lse_lo, axis=-1)))
 
 
-def cross_entropy_tangent(logits: Any, labels: Any, lse: Any, t: Any, *, ignore_index: int,
-                          label_smoothing: float, z_loss: float) -> list[Any]:
+def cross_entropy_tangent(logits: Any, labels: Any, lse: Any, lse_lo: Any, t: Any, *,
+                          ignore_index: int, label_smoothing: float,
+                          z_loss: float) -> list[Any]:
     """cross_entropy's tangent map, ``[t_loss, t_lse]`` along the logits'
     tangent ``t``: ``t_lse = sum(p t)``, ``t_loss = t_lse (1 + 2 z lse) -
     (1 - eps) t[label] - eps mean(t)`` (masked as the loss), computed in the
@@ -202,7 +134,7 @@ def cross_entropy_tangent(logits: Any, labels: Any, lse: Any, t: Any, *, ignore_
     acc = aval_of(lse).dtype
     x, t = cast(logits, acc), cast(t, acc)
     classes = aval_of(logits).shape[-1]
-    t_lse = gr_sum(multiply(token_probs(x, lse), t), axis=-1)
+    t_lse = gr_sum(multiply(token_probs(x, lse, lse_lo), t), axis=-1)
     v = multiply(t_lse, add(multiply(lse, 2 * z_loss), 1.0)) if z_loss else t_lse
     picked = squeeze(take_along_axis(t, expand_dims(labels, axis=-1), axis=-1), axis=-1)
     v = subtract(v, multiply(picked, 1 - label_smoothing))
@@ -211,8 +143,9 @@ def cross_entropy_tangent(logits: Any, labels: Any, lse: Any, t: Any, *, ignore_
     return [mask_tokens(v, labels, classes, ignore_index), t_lse]
 
 
-def cross_entropy_cotangent(logits: Any, labels: Any, lse: Any, g_loss: Any, g_lse: Any, *,
-                            ignore_index: int, label_smoothing: float, z_loss: float) -> Any:
+def cross_entropy_cotangent(logits: Any, labels: Any, lse: Any, lse_lo: Any, g_loss: Any,
+                            g_lse: Any, *, ignore_index: int, label_smoothing: float,
+                            z_loss: float) -> Any:
     """cross_entropy's backward, the transpose of the tangent map: the logits'
     cotangent ``g_loss (p (1 + 2 z lse) - (1 - eps) onehot(label) - eps / V) +
     g_lse p`` (``g_loss`` masked as the loss), computed in the dtype of
@@ -220,7 +153,7 @@ def cross_entropy_cotangent(logits: Any, labels: Any, lse: Any, g_loss: Any, g_l
     the same maths in jax.numpy, ``_loss_xla.ce_vjp`` (faster; see there)."""
     dtype, acc = aval_of(logits).dtype, aval_of(lse).dtype
     classes = aval_of(logits).shape[-1]
-    p = token_probs(cast(logits, acc), lse)
+    p = token_probs(cast(logits, acc), lse, lse_lo)
     scaled = multiply(p, expand_dims(add(multiply(lse, 2 * z_loss), 1.0), axis=-1)) \
         if z_loss else p
     d = subtract(scaled, multiply(one_hot(labels, classes, acc, ignore_index),
@@ -232,19 +165,21 @@ def cross_entropy_cotangent(logits: Any, labels: Any, lse: Any, g_loss: Any, g_l
 
 
 cross_entropy_p = define_primitive(
-    "cross_entropy", family=FAMILY, operands=("logits", "labels"), outputs=("loss", "lse"),
+    "cross_entropy", family=FAMILY, operands=("logits", "labels"),
+    outputs=("loss", "lse", "lse_lo"),
     params=CE_PARAMS, infer_meta=partial(ce_meta, "cross_entropy"),
     implementations={"xla": xla.ce_forward, "pallas": kernels.forward,
                      "supports": kernels.supports},
     multiple_results=True)
 cross_entropy_jvp_p = define_primitive(
-    "cross_entropy_jvp", family=FAMILY, operands=("logits", "labels", "lse", "t"),
+    "cross_entropy_jvp", family=FAMILY, operands=("logits", "labels", "lse", "lse_lo", "t"),
     params=CE_PARAMS, infer_meta=partial(ce_jvp_meta, "cross_entropy"),
     implementations={"xla": cross_entropy_tangent, "pallas": kernels.jvp,
                      "supports": kernels.supports},
     multiple_results=True)
 cross_entropy_vjp_p = define_primitive(
-    "cross_entropy_vjp", family=FAMILY, operands=("logits", "labels", "lse", "g_loss", "g_lse"),
+    "cross_entropy_vjp", family=FAMILY,
+    operands=("logits", "labels", "lse", "lse_lo", "g_loss", "g_lse"),
     params=CE_PARAMS, infer_meta=partial(ce_vjp_meta, "cross_entropy"),
     implementations={"xla": xla.ce_vjp, "pallas": kernels.backward,
                      "supports": kernels.supports})
@@ -264,7 +199,8 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, *, ignore_index: int = -
 
     d loss / d logits = ``p (1 + 2 z lse) - (1 - eps) onehot(label) - eps / V``
     with ``p = softmax(logits)``. Three primitives: ``cross_entropy`` (loss and
-    the ``lse`` residual), ``cross_entropy_jvp`` (tangents of both) and
+    the ``lse``, ``lse_lo`` residuals), ``cross_entropy_jvp`` (tangents of
+    the loss and lse) and
     ``cross_entropy_vjp`` (the logits' cotangent), transposes of each other.
     ``-inf`` logits (masked classes) are fine; with label smoothing they make
     the loss infinite, as in PyTorch. See the module docstring for labels.
@@ -284,8 +220,8 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, *, ignore_index: int = -
     labels = labels_arg(op, labels, np.shape(logits)[:-1], np.shape(logits)[-1],
                         params["ignore_index"], "logits.shape[:-1]")
     rows = row_labels(np.ndim(logits) - 1, axis=None)
-    loss, _ = shard_map_bind(partial(cross_entropy_p.bind, **params), (logits, labels),
-                             (rows + (None,), rows), (rows, rows))
+    loss, *_ = shard_map_bind(partial(cross_entropy_p.bind, **params), (logits, labels),
+                              (rows + (None,), rows), (rows,) * 3)
     return reduce_loss(op, loss, labels, params["ignore_index"], reduction,
                        jnp.result_type(logits))
 
@@ -327,7 +263,8 @@ register_op(OpDef(name="cross_entropy", family=FAMILY, fn=cross_entropy,
 
 
 # ------------------------------------------------ fused_linear_cross_entropy
-def _flce_meta(h: Any, w: Any, labels: Any, **params: Any) -> tuple[ShapedArray, ShapedArray]:
+def _flce_meta(h: Any, w: Any, labels: Any, **params: Any
+               ) -> tuple[ShapedArray, ShapedArray, ShapedArray]:
     op = "fused_linear_cross_entropy"
     check_dtype(op, "h", h.dtype, "float")
     if w.dtype != h.dtype:
@@ -340,45 +277,44 @@ def _flce_meta(h: Any, w: Any, labels: Any, **params: Any) -> tuple[ShapedArray,
         raise ValueError(f"{op_name(op)}: hidden sizes do not match: h with shape {h.shape} "
                          f"has hidden size {h.shape[-1]}, w with shape {w.shape} has "
                          f"{w.shape[-2]}")
-    _check_labels(op, labels, h.shape[:-1], "h.shape[:-1]")
+    check_labels(op, labels, h.shape[:-1], "h.shape[:-1]")
     tok = ShapedArray(labels.shape, acc_dtype(h.dtype))
-    return tok, tok
+    return tok, tok, tok
 
 
-def _flce_jvp_meta(h: Any, w: Any, labels: Any, lse: Any, th: Any, tw: Any, **params: Any
-                   ) -> tuple[ShapedArray, ShapedArray]:
-    tok, _ = _flce_meta(h, w, labels)
-    check_like("fused_linear_cross_entropy_jvp", "lse", lse, tok.shape, tok.dtype)
+def _flce_jvp_meta(h: Any, w: Any, labels: Any, lse: Any, lse_lo: Any, th: Any, tw: Any,
+                   **params: Any) -> tuple[ShapedArray, ShapedArray]:
+    tok = _like_tokens("fused_linear_cross_entropy_jvp", _flce_meta(h, w, labels)[0],
+                       lse=lse, lse_lo=lse_lo)
     check_like("fused_linear_cross_entropy_jvp", "th", th, h.shape, h.dtype)
     check_like("fused_linear_cross_entropy_jvp", "tw", tw, w.shape, w.dtype)
     return tok, tok
 
 
-def _flce_vjp_meta(h: Any, w: Any, labels: Any, lse: Any, g_loss: Any, g_lse: Any,
-                   **params: Any) -> tuple[ShapedArray, ShapedArray]:
-    tok, _ = _flce_meta(h, w, labels)
-    for name, a in (("lse", lse), ("g_loss", g_loss), ("g_lse", g_lse)):
-        check_like("fused_linear_cross_entropy_vjp", name, a, tok.shape, tok.dtype)
+def _flce_vjp_meta(h: Any, w: Any, labels: Any, lse: Any, lse_lo: Any, g_loss: Any,
+                   g_lse: Any, **params: Any) -> tuple[ShapedArray, ShapedArray]:
+    _like_tokens("fused_linear_cross_entropy_vjp", _flce_meta(h, w, labels)[0], lse=lse,
+                 lse_lo=lse_lo, g_loss=g_loss, g_lse=g_lse)
     return ShapedArray(h.shape, h.dtype), ShapedArray(w.shape, w.dtype)
 
 
 fused_linear_cross_entropy_p = define_primitive(
     "fused_linear_cross_entropy", family=FAMILY, operands=("h", "w", "labels"),
-    outputs=("loss", "lse"),
+    outputs=("loss", "lse", "lse_lo"),
     params=CE_PARAMS, infer_meta=_flce_meta,
     implementations={"xla": xla.flce_forward, "pallas": kernels.flce_forward,
                      "supports": kernels.flce_supports},
     multiple_results=True)
 fused_linear_cross_entropy_jvp_p = define_primitive(
     "fused_linear_cross_entropy_jvp", family=FAMILY,
-    operands=("h", "w", "labels", "lse", "th", "tw"), params=CE_PARAMS,
+    operands=("h", "w", "labels", "lse", "lse_lo", "th", "tw"), params=CE_PARAMS,
     infer_meta=_flce_jvp_meta,
     implementations={"xla": xla.flce_jvp, "pallas": kernels.flce_jvp,
                      "supports": kernels.flce_supports},
     multiple_results=True)
 fused_linear_cross_entropy_vjp_p = define_primitive(
     "fused_linear_cross_entropy_vjp", family=FAMILY,
-    operands=("h", "w", "labels", "lse", "g_loss", "g_lse"), params=CE_PARAMS,
+    operands=("h", "w", "labels", "lse", "lse_lo", "g_loss", "g_lse"), params=CE_PARAMS,
     infer_meta=_flce_vjp_meta,
     implementations={"xla": xla.flce_vjp, "pallas": kernels.flce_backward,
                      "supports": kernels.flce_supports},
@@ -433,8 +369,8 @@ def fused_linear_cross_entropy(h: ArrayLike, w: ArrayLike, labels: ArrayLike, *,
         return [reshape(o, shape) for o in outs]
 
     lead = row_labels(len(rows), axis=None)
-    loss, _ = shard_map_bind(bind, (h, w, labels), (lead + (None,), (None, None), lead),
-                             (lead, lead))
+    loss, *_ = shard_map_bind(bind, (h, w, labels), (lead + (None,), (None, None), lead),
+                              (lead,) * 3)
     return reduce_loss(op, loss, labels, params["ignore_index"], reduction, jnp.result_type(h))
 
 
@@ -457,7 +393,7 @@ def _nll_meta(logp: Any, index: Any, weight: Any, *, ignore_index: int) -> Shape
     check_dtype(op, "logp", logp.dtype, "float")
     if not logp.shape:
         raise ValueError(f"{op_name(op)}: logp must have a class axis, got a scalar")
-    _check_labels(op, index, (*logp.shape[:-1], 1), "the primitive takes the labels as an "
+    check_labels(op, index, (*logp.shape[:-1], 1), "the primitive takes the labels as an "
                   "index along the class axis, logp.shape[:-1] + (1,)")
     if weight.dtype != logp.dtype:
         raise TypeError(f"{op_name(op)}: weight ({weight.dtype}) and logp ({logp.dtype}) must "

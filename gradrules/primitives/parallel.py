@@ -9,10 +9,11 @@ the ``V = n V_s`` classes (as ``c_embedding``'s table rows), and no device
 ever holds a whole ``[tokens, V]`` row. Like cross_entropy it is three
 primitives, transposes of each other where linear:
 
-* ``vocab_parallel_cross_entropy`` (loss and the ``lse`` residual, per token,
-  the same on every shard): ``lse`` from the shards' ``pmax`` and ``psum``
-  of ``exp(x - max)``; the label's logit from the shard holding it
-  (``psum``); the smoothing mean from a ``psum``;
+* ``vocab_parallel_cross_entropy`` (loss and the log-sum-exp pair ``lse``,
+  ``lse_lo`` of ``core.numerics.lse_parts``, per token, the same on every
+  shard): from the shards' ``pmax`` and ``psum`` of ``exp(x - max)``; the
+  label's logit from the shard holding it (``psum``); the smoothing mean
+  from a ``psum``;
 * ``vocab_parallel_cross_entropy_jvp``, the tangent map
   (``vocab_parallel_tangent``, also its lowering): ``t_lse = psum(sum(p t))``
   and the label's and mean's tangents the same way;
@@ -25,8 +26,8 @@ The collectives are JAX's own (``lax.psum``, ``pmax``, ``axis_index``): the
 compositions are gradrules ops and those, so every derivative order is made
 of them. The per-token results do not vary over the vocabulary axis
 (``define_primitive(invariant_over="axis_name")``); the backward's varies
-like the logits. The operands are bound as they vary (labels, ``lse`` and
-the per-token cotangents the same on every shard), so that each transpose
+like the logits. The operands are bound as they vary (labels, the ``lse``
+pair and the per-token cotangents the same on every shard), so that each transpose
 gives a cotangent of its operand's type. z-loss is not offered.
 """
 
@@ -44,7 +45,7 @@ from jax import lax
 from .._jax import aval_of
 from ..core.args import choice_param, float_array, int_param, number_param
 from ..core.meta import op_name
-from ..core.numerics import ce_token_value, finite_or_zero, lse_from_sum, masked_tokens
+from ..core.numerics import ce_token_value, finite_or_zero, lse_parts, masked_tokens
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._compose import cast
@@ -52,8 +53,8 @@ from ._fused import upcast
 from .arithmetic import add, multiply, subtract
 from .compare import ge, lt, where
 from .gather import one_hot, take_along_axis
-from .loss import (REDUCTIONS, ce_jvp_meta, ce_meta, ce_vjp_meta, cross_entropy_reference,
-                   labels_arg, mask_tokens, reduce_loss, token_probs)
+from ._labels import REDUCTIONS, labels_arg, mask_tokens, reduce_loss
+from .loss import ce_jvp_meta, ce_meta, ce_vjp_meta, cross_entropy_reference, token_probs
 from .reduction import sum as gr_sum
 from .shape import expand_dims, squeeze
 
@@ -88,23 +89,24 @@ def _vpce_forward(logits: Array, labels: Array, *, axis_name: str, ignore_index:
     start, vocab = shard_vocab(axis_name, x.shape[-1])
     shift = finite_or_zero(lax.pmax(jnp.max(x, -1), axis_name))
     total = lax.psum(jnp.sum(jnp.exp(x - shift[..., None]), -1), axis_name)
-    lse = lse_from_sum(shift, total, 0.0)
+    lse, lse_lo = lse_parts(shift, total, 0.0)
     picked = lax.psum(shard_label_value(x, labels, start), axis_name)
     mean = lax.psum(jnp.sum(x, -1), axis_name) / vocab if label_smoothing else None
-    loss = ce_token_value(lse, lse, picked, mean, label_smoothing=label_smoothing, z_loss=0.0,
+    loss = ce_token_value(lse, lse_lo, picked, mean, label_smoothing=label_smoothing, z_loss=0.0,
                           tangent=False)
-    return [masked_tokens(loss, labels, vocab, ignore_index), lse]
+    return [masked_tokens(loss, labels, vocab, ignore_index), lse, lse_lo]
 
 
-def vocab_parallel_tangent(logits: Any, labels: Any, lse: Any, t: Any, *, axis_name: str,
-                           ignore_index: int, label_smoothing: float) -> list[Any]:
+def vocab_parallel_tangent(logits: Any, labels: Any, lse: Any, lse_lo: Any, t: Any, *,
+                           axis_name: str, ignore_index: int,
+                           label_smoothing: float) -> list[Any]:
     """The tangent map, ``[t_loss, t_lse]`` along the shard's logit tangent
     ``t``: ``t_lse = psum(sum(p t))``, ``t_loss = t_lse - (1 - eps) t[label]
     - eps psum(sum(t)) / V`` (masked as the loss), in the dtype of ``lse``."""
     acc = aval_of(lse).dtype
     x, t = cast(logits, acc), cast(t, acc)
     start, vocab = shard_vocab(axis_name, aval_of(logits).shape[-1])
-    t_lse = lax.psum(gr_sum(multiply(token_probs(x, lse), t), axis=-1), axis_name)
+    t_lse = lax.psum(gr_sum(multiply(token_probs(x, lse, lse_lo), t), axis=-1), axis_name)
     picked = lax.psum(shard_label_value(t, labels, start), axis_name)
     v = subtract(t_lse, multiply(picked, 1 - label_smoothing))
     if label_smoothing:
@@ -113,8 +115,9 @@ def vocab_parallel_tangent(logits: Any, labels: Any, lse: Any, t: Any, *, axis_n
     return [mask_tokens(v, labels, vocab, ignore_index), t_lse]
 
 
-def vocab_parallel_cotangent(logits: Any, labels: Any, lse: Any, g_loss: Any, g_lse: Any, *,
-                             axis_name: str, ignore_index: int, label_smoothing: float) -> Any:
+def vocab_parallel_cotangent(logits: Any, labels: Any, lse: Any, lse_lo: Any, g_loss: Any,
+                             g_lse: Any, *, axis_name: str, ignore_index: int,
+                             label_smoothing: float) -> Any:
     """The backward, the transpose of the tangent map: the shard's slice of
     ``g_loss (p - (1 - eps) onehot(label) - eps / V) + g_lse p`` (``g_loss``
     masked as the loss), with ``onehot`` zero on the shards that do not hold
@@ -122,7 +125,7 @@ def vocab_parallel_cotangent(logits: Any, labels: Any, lse: Any, g_loss: Any, g_
     dtype, acc = aval_of(logits).dtype, aval_of(lse).dtype
     shard_size = aval_of(logits).shape[-1]
     start, vocab = shard_vocab(axis_name, shard_size)
-    p = token_probs(cast(logits, acc), lse)
+    p = token_probs(cast(logits, acc), lse, lse_lo)
     local = subtract(labels, cast(start, aval_of(labels).dtype))
     hot = one_hot(local, num_classes=shard_size, dtype=acc)     # 0 rows off the shard
     d = subtract(p, multiply(hot, 1 - label_smoothing))
@@ -133,15 +136,15 @@ def vocab_parallel_cotangent(logits: Any, labels: Any, lse: Any, g_loss: Any, g_
 
 
 vocab_parallel_cross_entropy_p = define_primitive(
-    OP, family=FAMILY, operands=("logits", "labels"), outputs=("loss", "lse"),
+    OP, family=FAMILY, operands=("logits", "labels"), outputs=("loss", "lse", "lse_lo"),
     params=VPCE_PARAMS, infer_meta=partial(ce_meta, OP), impl=_vpce_forward,
     multiple_results=True, invariant_over="axis_name")
 vocab_parallel_cross_entropy_jvp_p = define_primitive(
-    f"{OP}_jvp", family=FAMILY, operands=("logits", "labels", "lse", "t"),
+    f"{OP}_jvp", family=FAMILY, operands=("logits", "labels", "lse", "lse_lo", "t"),
     params=VPCE_PARAMS, infer_meta=partial(ce_jvp_meta, OP), impl=vocab_parallel_tangent,
     multiple_results=True, invariant_over="axis_name")
 vocab_parallel_cross_entropy_vjp_p = define_primitive(
-    f"{OP}_vjp", family=FAMILY, operands=("logits", "labels", "lse", "g_loss", "g_lse"),
+    f"{OP}_vjp", family=FAMILY, operands=("logits", "labels", "lse", "lse_lo", "g_loss", "g_lse"),
     params=VPCE_PARAMS, infer_meta=partial(ce_vjp_meta, OP), impl=vocab_parallel_cotangent,
     vary_operands=False)
 
@@ -178,7 +181,7 @@ def vocab_parallel_cross_entropy(logits_shard: ArrayLike, labels: ArrayLike, *,
     shards' results yourself).
 
     d loss / d logits_shard = this shard's slice of ``p - (1 - eps)
-    onehot(label) - eps / V``, ``p = exp(x - lse)``: no collective in the
+    onehot(label) - eps / V``, ``p = exp((x - lse) - lse_lo)``: no collective in the
     backward. Three primitives (forward, tangent map, backward), as
     cross_entropy; labels take no tangent.
     """
@@ -194,7 +197,7 @@ def vocab_parallel_cross_entropy(logits_shard: ArrayLike, labels: ArrayLike, *,
     choice_param(OP, "reduction", reduction, REDUCTIONS)
     labels = labels_arg(OP, labels, np.shape(logits)[:-1], np.shape(logits)[-1] * n,
                         params["ignore_index"], "logits_shard.shape[:-1]")
-    loss, _ = vocab_parallel_cross_entropy_p.bind(logits, labels, **params)
+    loss, *_ = vocab_parallel_cross_entropy_p.bind(logits, labels, **params)
     return reduce_loss(OP, loss, labels, params["ignore_index"], reduction,
                        jnp.result_type(logits))
 

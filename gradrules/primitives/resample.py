@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import ShapedArray
-from ..core.args import bool_param, choice_param, int_pair, int_param
+from ..core.args import bool_param, choice_param, int_pair, int_param, number_pair
 from ..core.meta import check_dtype, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -102,12 +102,7 @@ def _upsample_params(op: str, shape: tuple[int, ...], size: Any, scale_factor: A
         out = int_pair(op, "size", size)
         ratio = (h / out[0], w / out[1])
     else:
-        sf = (scale_factor,) * 2 if isinstance(scale_factor, (int, float)) else tuple(
-            scale_factor)
-        if len(sf) != 2 or any(isinstance(s, bool) or not isinstance(s, (int, float)) or s <= 0
-                               for s in sf):
-            raise ValueError(f"{op_name(op)}: scale_factor must be a positive number or pair, "
-                             f"got {scale_factor!r}")
+        sf = number_pair(op, "scale_factor", scale_factor, gt=0.0)
         out = (int(math.floor(h * sf[0])), int(math.floor(w * sf[1])))
         if min(out) < 1:
             raise ValueError(f"{op_name(op)}: scale_factor {scale_factor!r} leaves no output "

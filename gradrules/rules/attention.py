@@ -1,7 +1,9 @@
 """Rules of the attention family (three primitives, DESIGN.md).
 
 * ``attention_p``: its JVP binds ``attention_jvp_p`` on the tangents of q, k,
-  v and bias (forward mode runs the blockwise tangent kernel).
+  v and bias (forward mode runs the blockwise tangent kernel); ``lse`` takes
+  the log-sum-exp's tangent, ``lse_lo`` (the rounding of ``lse``, a
+  constant locally) a symbolic zero.
 * ``attention_jvp_p``: linear in its tangents ``tq, tk, tv, tbias``; its
   transpose binds ``attention_vjp_p`` (reverse mode runs the blockwise
   backward). Its JVP: the part linear in the tangents binds itself, the rest
@@ -31,6 +33,7 @@ import jax
 from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
                     Tangent, aval_of, is_undefined_primal, is_zero)
 from ..core.kernels import Implementation
+from ..core.numerics import rounded_below_acc
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR, PRIMITIVES
 from ..primitives._compose import cast, unbroadcast, zeros
@@ -91,11 +94,12 @@ def _attention_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchD
 # attention_p -----------------------------------------------------------------
 def _attention_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, causal: bool,
                    scale: float, implementation: Implementation) -> JvpResult:
-    """``(t_out, t_lse) = attention_jvp(q, k, v, mask, bias, out, lse, tq, tk,
-    tv, tbias)``: the tangent map on the forward's outputs, with zeros for
-    symbolic-zero tangents; the mask takes no tangent. Not ``forward_jvp``: a
-    zero tbias is one broadcast ``[1, 1, 1, 1]`` entry, never zeros shaped
-    like a full ``[B, H, Sq, Sk]`` bias."""
+    """``(t_out, t_lse) = attention_jvp(q, k, v, mask, bias, out, lse, lse_lo,
+    tq, tk, tv, tbias)``: the tangent map on the forward's outputs, with zeros
+    for symbolic-zero tangents; the mask takes no tangent, ``lse_lo`` a
+    symbolic zero (as ``forward_jvp``'s outputs beyond the tangent map's).
+    Not ``forward_jvp``: a zero tbias is one broadcast ``[1, 1, 1, 1]``
+    entry, never zeros shaped like a full ``[B, H, Sq, Sk]`` bias."""
     params = dict(causal=causal, scale=scale, implementation=implementation)
     outs = attention_p.bind(*primals, **params)
     q, k, v, _, bias = primals
@@ -105,7 +109,8 @@ def _attention_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, causa
     if is_zero(tbias):
         tbias = zeros((1, 1, 1, 1), aval_of(bias).dtype)
     ts = [instantiate(t, x) for t, x in ((tq, q), (tk, k), (tv, v))]
-    return outs, attention_jvp_p.bind(*primals, *outs, *ts, tbias, **params)
+    t_outs = attention_jvp_p.bind(*primals, *outs, *ts, tbias, **params)
+    return outs, [*t_outs, *zero_tangents(outs[len(t_outs):])]
 
 
 register_rules(attention_p, jvp=_attention_jvp, transpose=NOT_LINEAR,
@@ -129,10 +134,11 @@ def _pairs(x: Any, hkv: int, g: int) -> Any:
     return reshape(x, (mb, hkv, g, mq, mk) if mh != 1 else (mb, 1, 1, mq, mk))
 
 
-def _weights(q5: Any, k: Any, mask5: Any, bias5: Any, lse: Any, *, causal: bool,
-             scale: float) -> Any:
-    """p = exp(s - lse) where a key counts, else 0 (the inner where keeps the
-    derivatives of masked entries finite)."""
+def _weights(q5: Any, k: Any, mask5: Any, bias5: Any, lse: Any, lse_lo: Any, *,
+             causal: bool, scale: float) -> Any:
+    """p = exp((s - lse) - lse_lo) where a key counts, else 0 (the inner where
+    keeps the derivatives of masked entries finite): ``core.numerics.probs``
+    in gradrules ops, the log-sum-exp pair as the lowerings take it."""
     b, sq, hkv, g, _ = np.shape(q5)
     sk = np.shape(k)[1]
     s = add(multiply(einsum(_QK, q5, k), scale), bias5)
@@ -140,21 +146,27 @@ def _weights(q5: Any, k: Any, mask5: Any, bias5: Any, lse: Any, *, causal: bool,
     if causal:
         valid = where(np.tril(np.ones((sq, sk), bool), sk - sq), mask5, False)
     lse = reshape(where(eq(lse, -np.inf), 0.0, lse), (b, hkv, g, sq, 1))
-    return where(valid, exp(where(valid, subtract(s, lse), 0.0)), 0.0)
+    shifted = subtract(subtract(s, lse), reshape(lse_lo, (b, hkv, g, sq, 1)))
+    return where(valid, exp(where(valid, shifted, 0.0)), 0.0)
 
 
-def _tangent_map(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: Any, tq: Any,
-                 tk: Any, tv: Any, tbias: Any, *, causal: bool, scale: float) -> list[Any]:
+def _tangent_map(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: Any,
+                 lse_lo: Any, tq: Any, tk: Any, tv: Any, tbias: Any, *, causal: bool,
+                 scale: float) -> list[Any]:
     """What attention_jvp_p computes, in gradrules ops (materialises the scores,
     unlike the blockwise lowering ``_attention_xla.jvp``):
-    t_lse_i = sum_j p_ij ds_ij, t_out_i = sum_j p_ij (ds_ij v_j + tv_j) - t_lse_i out_i."""
+    t_lse_i = sum_j p_ij ds_ij, t_out_i = sum_j p_ij (ds_ij v_j + tv_j) - t_lse_i out_i,
+    with out_i = sum_j p_ij v_j for 16-bit input (its ``out`` is rounded),
+    as in the lowering."""
     acc = aval_of(lse).dtype
     hkv = np.shape(k)[2]
     g = np.shape(q)[2] // hkv
     q5, tq5, out5 = (_groups(cast(x, acc), hkv) for x in (q, tq, out))
     k, tk, v, tv = (cast(x, acc) for x in (k, tk, v, tv))
-    p = _weights(q5, k, _pairs(mask, hkv, g), _pairs(cast(bias, acc), hkv, g), lse,
+    p = _weights(q5, k, _pairs(mask, hkv, g), _pairs(cast(bias, acc), hkv, g), lse, lse_lo,
                  causal=causal, scale=scale)
+    if rounded_below_acc(aval_of(out).dtype):       # not the rounded 16-bit out
+        out5 = einsum(_PV, p, v)
     ds = add(multiply(add(einsum(_QK, tq5, k), einsum(_QK, q5, tk)), scale),
              _pairs(cast(tbias, acc), hkv, g))
     pds = multiply(p, ds)
@@ -167,14 +179,14 @@ def _tangent_map(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: An
 
 def _attention_jvp_transpose(ct: Cotangent, q: MaybeUndefined, k: MaybeUndefined,
                              v: MaybeUndefined, mask: MaybeUndefined, bias: MaybeUndefined,
-                             out: MaybeUndefined, lse: MaybeUndefined, tq: MaybeUndefined,
-                             tk: MaybeUndefined, tv: MaybeUndefined, tbias: MaybeUndefined,
-                             **params: Any) -> list[Any]:
+                             out: MaybeUndefined, lse: MaybeUndefined, lse_lo: MaybeUndefined,
+                             tq: MaybeUndefined, tk: MaybeUndefined, tv: MaybeUndefined,
+                             tbias: MaybeUndefined, **params: Any) -> list[Any]:
     """The backward kernel on (ct_out, ct_lse) (either may be a symbolic zero,
     instantiated by ``transpose_to``); dbias, which comes out in the shape of
     bias, summed to the shape of tbias (which only broadcasts to it)."""
     *cts, dbias = transpose_to(attention_jvp_p, attention_vjp_p, ct, q, k, v, mask, bias, out,
-                               lse, tq, tk, tv, tbias, **params)
+                               lse, lse_lo, tq, tk, tv, tbias, **params)
     return [*cts, unbroadcast(dbias, tbias.aval) if is_undefined_primal(tbias) else None]
 
 
@@ -186,11 +198,12 @@ register_rules(attention_jvp_p, linear=("tq", "tk", "tv", "tbias"),
 
 # attention_vjp_p -------------------------------------------------------------
 def _backward_map(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: Any,
-                  ct_out: Any, ct_lse: Any, *, causal: bool, scale: float) -> list[Any]:
+                  lse_lo: Any, ct_out: Any, ct_lse: Any, *, causal: bool,
+                  scale: float) -> list[Any]:
     """What attention_vjp_p computes: the linear transpose of ``_tangent_map``
     (materialises the scores, unlike the blockwise ``_attention_xla.backward``)."""
     def tangent_map(tq: Any, tk: Any, tv: Any, tbias: Any) -> tuple[Any, Any]:
-        t_out, t_lse = _tangent_map(q, k, v, mask, bias, out, lse, tq, tk, tv, tbias,
+        t_out, t_lse = _tangent_map(q, k, v, mask, bias, out, lse, lse_lo, tq, tk, tv, tbias,
                                     causal=causal, scale=scale)
         return t_out, t_lse
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+import jax
+
 from .. import _jax
 from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
                     Tangent, aval_of, is_undefined_primal, is_zero)
@@ -57,7 +59,8 @@ def _matrix_shape(shape: tuple[int, ...], is_x: bool) -> tuple[int, ...]:
 def _matmul_transpose(ct: Cotangent, x: MaybeUndefined, y: MaybeUndefined, *,
                       transpose_x: bool, transpose_y: bool) -> list[Any]:
     """x: ct @ op(y)^T (or op(y) @ ct^T when x is transposed); y: op(x)^T @ ct
-    (or ct^T @ op(x)); unbroadcast over batch axes, 1-D operands restored."""
+    (or ct^T @ op(x)); for an operand broadcast along batch axes of ct, one
+    einsum that contracts them too; 1-D operands restored."""
     xs, ys = tuple(aval_of(x).shape), tuple(aval_of(y).shape)
     tx, ty = transpose_x and len(xs) > 1, transpose_y and len(ys) > 1
     ct_shape = tuple(np.shape(ct))
@@ -66,26 +69,54 @@ def _matmul_transpose(ct: Cotangent, x: MaybeUndefined, y: MaybeUndefined, *,
     n = _matrix_shape(ys, False)[-2 if ty else -1]
     ct = reshape_p.bind(ct, new_sizes=batch + (m, n)) if ct_shape != batch + (m, n) else ct
     if is_undefined_primal(x):
-        y = _as_matrix(y, False)
-        if tx:
+        y, mat = _as_matrix(y, False), _matrix_shape(xs, True)
+        if mat[:-2] != batch:
+            g = _batch_contracting_transpose(ct, y, mat, "km" if tx else "mk",
+                                             "nk" if ty else "kn")
+        elif tx:
             g = matmul_p.bind(y, ct, transpose_x=ty, transpose_y=True)
         else:
             g = matmul_p.bind(ct, y, transpose_x=False, transpose_y=not ty)
-        return [_reduce_batch(g, xs, True), None]
-    x = _as_matrix(x, True)
-    if ty:
+        return [_as_operand(g, xs), None]
+    x, mat = _as_matrix(x, True), _matrix_shape(ys, False)
+    if mat[:-2] != batch:
+        g = _batch_contracting_transpose(ct, x, mat, "nk" if ty else "kn",
+                                         "km" if tx else "mk")
+    elif ty:
         g = matmul_p.bind(ct, x, transpose_x=True, transpose_y=tx)
     else:
         g = matmul_p.bind(x, ct, transpose_x=not tx, transpose_y=False)
-    return [None, _reduce_batch(g, ys, False)]
+    return [None, _as_operand(g, ys)]
 
 
-def _reduce_batch(g: Any, shape: tuple[int, ...], is_x: bool) -> Any:
-    """Sum the cotangent of an operand over its broadcast batch axes and give
-    it the operand's shape (a 1-D operand drops its unit matrix axis)."""
-    mat = _matrix_shape(shape, is_x)
-    g = unbroadcast(g, _jax.ShapedArray(mat, aval_of(g).dtype))
-    return reshape_p.bind(g, new_sizes=tuple(shape)) if mat != tuple(shape) else g
+def _batch_contracting_transpose(ct: Any, other: Any, mat: tuple[int, ...], own: str,
+                                 other_axes: str) -> Any:
+    """The cotangent, of matrix shape ``mat``, of a matmul operand that ct
+    [batch..., m, n] broadcasts along some batch axes: sum_b op(x_b)^T ct_b
+    (or ct_b op(y_b)^T) as one einsum of ct and the other operand that
+    contracts those batch axes with m (n), as dot_general's transpose does,
+    not a product per batch element summed after. ``own`` and ``other_axes``
+    name the matrix axes of the operand and of ``other`` (as stored) with the
+    letters m, n, k; a size-1 batch axis broadcast against ct takes a letter
+    of its own (summed), and comes back as a unit axis of ``mat``."""
+    batch = tuple(np.shape(ct)[:-2])
+    letters = fresh_letters("mnk", 2 * len(batch))
+    shared, spare = letters[:len(batch)], letters[len(batch):]
+
+    def batch_term(shape: tuple[int, ...]) -> str:
+        lead = len(batch) - len(shape)
+        return "".join(shared[lead + i] if d == batch[lead + i] else spare[lead + i]
+                       for i, d in enumerate(shape))
+    out = "".join(c for c in batch_term(mat[:-2]) if c in shared) + own
+    g = einsum_p.bind(ct, other, equation=f"{shared}mn,{batch_term(np.shape(other)[:-2])}"
+                                          f"{other_axes}->{out}")
+    return reshape_p.bind(g, new_sizes=mat) if tuple(np.shape(g)) != mat else g
+
+
+def _as_operand(g: Any, shape: tuple[int, ...]) -> Any:
+    """A matrix cotangent in the operand's shape (a 1-D operand drops its
+    unit matrix axis)."""
+    return reshape_p.bind(g, new_sizes=tuple(shape)) if tuple(np.shape(g)) != tuple(shape) else g
 
 
 def _matmul_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, transpose_x: bool,
@@ -138,10 +169,29 @@ def _scaled(a: Any, s: float) -> Any:
 def _product_transpose(prim: Primitive, ct: Cotangent, x: MaybeUndefined, y: MaybeUndefined
                        ) -> list[Any]:
     """The transpose of ``prim(x, y)`` (mm or bmm) in its one undefined
-    operand: ``prim(ct, y^T)`` for x, ``prim(x^T, ct)`` for y."""
+    operand: ``prim(ct, y^T) = prim(y, ct^T)^T`` for x, ``prim(x^T, ct) =
+    prim(ct^T, x)^T`` for y, in the form that transposes fewer elements
+    (``_transposes_factor``)."""
     if is_undefined_primal(x):
-        return [prim.bind(ct, _mT(y)), None]
-    return [None, prim.bind(_mT(x), ct)]
+        if _transposes_factor(y, ct, aval_of(x)):
+            return [prim.bind(ct, _mT(y)), None]
+        return [_mT(prim.bind(y, _mT(ct))), None]
+    if _transposes_factor(x, ct, aval_of(y)):
+        return [None, prim.bind(_mT(x), ct)]
+    return [None, _mT(prim.bind(_mT(ct), x))]
+
+
+def _transposes_factor(factor: Any, ct: Any, result: Any) -> bool:
+    """Whether a product's transpose swaps the axes of the primal ``factor``
+    rather than those of ``ct`` and of the result: whichever copies fewer
+    elements. XLA folds a transposed operand into a matrix-matrix product
+    but not into the loop it makes of a matrix-vector one, where a copy of
+    the large factor would cost more than the product itself. The factor
+    where a size is symbolic (``jax.export``)."""
+    sizes = (np.size(factor), np.size(ct), math.prod(result.shape))
+    if any(jax.export.is_symbolic_dim(d) for d in sizes):
+        return True
+    return sizes[0] <= sizes[1] + sizes[2]
 
 
 def _core_shape(a: Any, d: int | None) -> tuple[int, ...]:

@@ -3,8 +3,9 @@
 cross_entropy and fused_linear_cross_entropy (three primitives each):
 
 * forward: its JVP binds the tangent map at the operands and the forward's
-  log-sum-exp residual, along the tangents of the differentiable operands
-  (``forward_jvp``); it gives the tangents of the loss and of the residual;
+  log-sum-exp residuals (``lse`` and its rounding ``lse_lo``), along the
+  tangents of the differentiable operands (``forward_jvp``); it gives the
+  tangents of the loss and of ``lse`` (``lse_lo``'s is a symbolic zero);
 * tangent map and backward: transposes of each other (``transpose_to``);
   their JVPs differentiate gradrules-op compositions (``composite_jvp``):
   ``cross_entropy_tangent`` / ``cross_entropy_cotangent`` (the maths of
@@ -44,11 +45,12 @@ from ..primitives._compose import cast, unbroadcast
 from ..primitives.arithmetic import add, multiply
 from ..primitives.compare import eq, where
 from ..primitives.linalg import matmul
+from ..primitives._labels import mask_tokens, one_hot
 from ..primitives.loss import (cross_entropy_cotangent, cross_entropy_jvp_p, cross_entropy_p,
                                cross_entropy_tangent, cross_entropy_vjp_p,
                                fused_linear_cross_entropy_jvp_p, fused_linear_cross_entropy_p,
-                               fused_linear_cross_entropy_vjp_p, mask_tokens, nll_loss_p,
-                               one_hot, softmax_cross_entropy_p)
+                               fused_linear_cross_entropy_vjp_p, nll_loss_p,
+                               softmax_cross_entropy_p)
 from ..primitives.reduction import sum as gr_sum
 from ..primitives.gather import take_along_axis
 from ..primitives.scatter import scatter_add
@@ -111,12 +113,12 @@ register_rules(fused_linear_cross_entropy_p, transpose=NOT_LINEAR,
                batch=partial(_flce_batch, fused_linear_cross_entropy_p, ("w",)))
 
 
-def _flce_tangent(h: Any, w: Any, labels: Any, lse: Any, th: Any, tw: Any, *,
+def _flce_tangent(h: Any, w: Any, labels: Any, lse: Any, lse_lo: Any, th: Any, tw: Any, *,
                   ignore_index: int, label_smoothing: float, z_loss: float) -> list[Any]:
     """cross_entropy's tangent map at ``h @ w`` along ``th @ w + h @ tw``."""
-    return cross_entropy_tangent(matmul(h, w), labels, lse, add(matmul(th, w), matmul(h, tw)),
-                                 ignore_index=ignore_index, label_smoothing=label_smoothing,
-                                 z_loss=z_loss)
+    return cross_entropy_tangent(matmul(h, w), labels, lse, lse_lo,
+                                 add(matmul(th, w), matmul(h, tw)), ignore_index=ignore_index,
+                                 label_smoothing=label_smoothing, z_loss=z_loss)
 
 
 register_rules(fused_linear_cross_entropy_jvp_p, linear=("th", "tw"), **fused_map_rules(
@@ -124,10 +126,11 @@ register_rules(fused_linear_cross_entropy_jvp_p, linear=("th", "tw"), **fused_ma
     batch=partial(_flce_batch, fused_linear_cross_entropy_jvp_p, ("w", "tw"))))
 
 
-def _flce_cotangent(h: Any, w: Any, labels: Any, lse: Any, g_loss: Any, g_lse: Any, *,
-                    ignore_index: int, label_smoothing: float, z_loss: float) -> list[Any]:
+def _flce_cotangent(h: Any, w: Any, labels: Any, lse: Any, lse_lo: Any, g_loss: Any,
+                    g_lse: Any, *, ignore_index: int, label_smoothing: float,
+                    z_loss: float) -> list[Any]:
     """``[d w^T, h^T d]`` with ``d`` cross_entropy's backward at ``h @ w``."""
-    d = cross_entropy_cotangent(matmul(h, w), labels, lse, g_loss, g_lse,
+    d = cross_entropy_cotangent(matmul(h, w), labels, lse, lse_lo, g_loss, g_lse,
                                 ignore_index=ignore_index, label_smoothing=label_smoothing,
                                 z_loss=z_loss)
     return [matmul(d, w, transpose_y=True), matmul(h, d, transpose_x=True)]
