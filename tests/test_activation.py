@@ -351,3 +351,18 @@ def test_clip_derivative_is_clamps_at_the_bounds():
 def test_clip_errors(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+@pytest.mark.parametrize("fn", [a.sigmoid, a.silu, a.gelu, lambda v: a.gelu(v, approximate=True)],
+                         ids=["sigmoid", "silu", "gelu", "gelu_tanh"])
+def test_derivatives_compile_to_one_exp_per_element(fn):
+    """sigmoid(x) and sigmoid(-x) come from one exp (``sigmoid_and_slope``),
+    and exact gelu's phi shares erfc's exp: the compiled gradient and
+    Hessian-vector product hold one exp each and no separate pass."""
+    x = jnp.linspace(-6.0, 6.0, 64, dtype=jnp.float32)
+    grad = jax.grad(lambda v: jnp.sum(fn(v)))
+    hvp = lambda v: jax.jvp(grad, (v,), (jnp.ones_like(v),))[1]  # noqa: E731
+    for f in (grad, hvp):
+        hlo = jax.jit(f).lower(x).compile().as_text()
+        assert hlo.count(" exponential(") == 1, hlo
+        assert hlo.count(" fusion(") <= 1, hlo

@@ -88,6 +88,20 @@ def test_prod_higher_derivatives_at_zeros_are_exact(order) -> None:
     assert np.abs(ours).max() > 0         # not trivially zero: two zeros leave a pair
 
 
+def test_prod_gradient_over_several_levels_of_blocks() -> None:
+    """The product of the others is taken in blocks of 4, recursively: along
+    70 entries (padded to 72; block products of 18, 5 and 2 entries above)
+    the gradient of rows with no zero, one zero (in the padded last block)
+    and two zeros is the product of the others."""
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0.5, 1.5, (3, 70)) * rng.choice([-1.0, 1.0], (3, 70))
+    x[1, 69] = x[2, 5] = x[2, 41] = 0.0
+    want = np.stack([np.prod(np.delete(x, i, 1), 1) for i in range(70)], 1)
+    np.testing.assert_allclose(jax.jit(jax.grad(_total(red.prod, axis=1)))(x), want,
+                               rtol=1e-12, atol=1e-300)
+    assert np.count_nonzero(want[1]) == 1 and np.count_nonzero(want[2]) == 0
+
+
 def test_prod_over_several_axes_with_keepdims() -> None:
     x = np.array([[[1.0, 0.0], [2.0, 3.0]], [[0.5, 2.0], [0.0, 4.0]]])
     f = lambda v: red.prod(v, axis=(0, -1), keepdims=True)     # noqa: E731

@@ -53,6 +53,26 @@ def test_integer_scans() -> None:
     np.testing.assert_array_equal(sc.cummax(x, axis=0), [3, 3, 4, 4, 4])
 
 
+def test_blocked_scans_over_several_levels() -> None:
+    """cumprod and linear_recurrence lower to ``blocked_scan`` (blocks of 4):
+    along a middle axis of 70 (padded to 72, block totals of 18, 5 and 2),
+    forward and reversed, inclusive and exclusive, they match numpy's cumprod
+    and the recurrence taken step by step."""
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0.8, 1.25, (2, 70, 3)) * rng.choice([-1.0, 1.0], (2, 70, 3))
+    b = rng.standard_normal((2, 70, 3))
+    incl = np.cumprod(x, 1)
+    np.testing.assert_allclose(sc.cumprod(x, axis=1), incl, rtol=1e-12)
+    np.testing.assert_allclose(sc.cumprod(x[:, ::-1], axis=-2, reverse=True, exclusive=True),
+                               np.concatenate([incl[:, -2::-1], np.ones((2, 1, 3))], 1),
+                               rtol=1e-12)
+    s = np.zeros_like(b)
+    for i in range(68, -1, -1):               # s_i = a_{i+1} s_{i+1} + b_{i+1}
+        s[:, i] = x[:, i + 1] * s[:, i + 1] + b[:, i + 1]
+    np.testing.assert_allclose(sc.linear_recurrence(x, b, axis=1, reverse=True), s,
+                               rtol=1e-10, atol=1e-12)
+
+
 # ------------------------------------------------------------------ cumprod
 def test_cumprod_gradient_with_zeros_is_exact() -> None:
     x = np.array([2.0, 0.0, 3.0, 0.0, 4.0])

@@ -47,6 +47,26 @@ def test_cbrt_values_and_derivatives():
     assert gradrules.cbrt is u.cbrt
 
 
+def test_rsqrt_hessian_vector_product_is_one_loop_like_jnp():
+    """rsqrt's Hessian-vector product reads its operands and writes its
+    result once, as jnp's of 1 / sqrt(x) does (d/dx = -0.5 rsqrt(x) / x:
+    with rsqrt(x) / x shared by the JVP's terms, XLA computed it in a loop
+    of its own, 1.75x the bytes and 6x the time on the CPU); and its value
+    is 0.75 x**-2.5."""
+    x = jnp.linspace(0.5, 4.0, 4096).reshape(64, 64)
+
+    def hvp(f):
+        grad = jax.grad(lambda y, w: jnp.sum(w * f(y)))
+        return lambda v, w, t: jax.jvp(lambda y: grad(y, w), (v,), (t,))[1]
+
+    def bytes_accessed(f):
+        cost = jax.jit(hvp(f)).lower(x, x, x).compile().cost_analysis()
+        return (cost[0] if isinstance(cost, (list, tuple)) else cost)["bytes accessed"]
+    assert bytes_accessed(u.rsqrt) <= bytes_accessed(lambda y: 1 / jnp.sqrt(y))
+    np.testing.assert_allclose(hvp(u.rsqrt)(x, jnp.ones_like(x), jnp.ones_like(x)),
+                               0.75 * np.asarray(x) ** -2.5, rtol=1e-6)
+
+
 def test_sinc_values_match_numpy():
     x = np.array([0.0, -1e-300, 1e-9, -0.3, 0.5, 1.0, -2.0, 7.25, 1e6 + 0.5])
     np.testing.assert_allclose(u.sinc(x), np.sinc(x), rtol=1e-12, atol=1e-16)

@@ -23,16 +23,16 @@ import jax.numpy as jnp
 
 from .._jax import Primitive
 from ..core.args import as_array, bool_param, number_param
-from ..core.meta import broadcast_shapes, op_name
+from ..core.meta import broadcast_shapes, elementwise_infer_meta, op_name
+from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ..core.numerics import GELU_A, GELU_SATURATION, gelu_cdf, SQRT_2_OVER_PI
-from ._compose import indicator
-from ._elementwise import define_elementwise, elementwise_primitive, register_elementwise
+from ._elementwise import (define_elementwise, elementwise_op, elementwise_primitive,
+                           register_elementwise)
 from .arithmetic import add, multiply, subtract
 from .compare import gt, lt, where, where_p
 from .convert import promote
 from .special import erfc
-from .unary import abs as gr_abs
 from .unary import exp, neg, square, tanh
 
 Array = jax.Array
@@ -45,11 +45,50 @@ _activation: Callable[..., tuple[Primitive, Callable[..., Array]]] = partial(def
 
 
 # ---------------------------------------------------- parameter-free ops
-sigmoid_p, sigmoid = _activation("sigmoid", jax.nn.sigmoid, """\
+sigmoid_p = elementwise_primitive("sigmoid", jax.nn.sigmoid, family=FAMILY)
+sigmoid = elementwise_op(sigmoid_p, kind="float", doc="""\
 1 / (1 + exp(-x)), without overflow for any x.
 
 d/dx = sigmoid(x) * sigmoid(-x) (= s (1 - s), written so it keeps its
-precision where s is close to 1).""")
+precision where s is close to 1), the second output of
+``sigmoid_and_slope``.""")
+
+
+def _sigmoid_and_slope_impl(x: Array) -> list[Array]:
+    """From one ``e = exp(-|x|)``: ``r = 1 / (1 + e) = sigmoid(|x|)`` and ``b =
+    e r = sigmoid(-|x|)``; sigmoid(x) is r for x >= 0 and b below, and
+    sigmoid'(x) = sigmoid(x) sigmoid(-x) = b r for either sign. Every factor
+    lies in [0, 1] (no overflow) and keeps its relative precision (no 1 - s)."""
+    e = jnp.exp(-jnp.abs(x))
+    r = 1.0 / (1.0 + e)
+    b = e * r
+    return [jnp.where(x >= 0, r, b), b * r]
+
+
+def _sigmoid_and_slope_meta(x: Any) -> list[Any]:
+    out = elementwise_infer_meta("sigmoid_and_slope", ("x",), "float", None, x)
+    return [out, out]
+
+
+sigmoid_and_slope_p = define_primitive("sigmoid_and_slope", family=FAMILY, operands=("x",),
+                                       infer_meta=_sigmoid_and_slope_meta,
+                                       impl=_sigmoid_and_slope_impl, multiple_results=True)
+
+
+def sigmoid_and_slope(x: Any) -> tuple[Any, Any]:
+    """``(s, s')``: sigmoid(x) and its derivative ``s' = sigmoid(x)
+    sigmoid(-x)``, both from one exp (the derivatives of sigmoid, silu and
+    the tanh-form gelu: one exp per element where ``sigmoid(x)`` and
+    ``sigmoid(-x)`` took two). Its JVP, ``(s' t, s' (1 - 2 s) t)``, is
+    polynomial in the two outputs, so every order is exact at x = 0 (no
+    |x| is differentiated) and finite at any x."""
+    s, slope = sigmoid_and_slope_p.bind(x)
+    return s, slope
+
+
+register_op(OpDef(name="sigmoid", family=FAMILY, fn=sigmoid,
+                  primitives=(sigmoid_p, sigmoid_and_slope_p), reference=jax.nn.sigmoid,
+                  operands=("x",)))
 
 log_sigmoid_p, log_sigmoid = _activation("log_sigmoid", jax.nn.log_sigmoid, """\
 log(sigmoid(x)) = -softplus(-x), computed without overflow: about x for x << 0,
@@ -141,7 +180,8 @@ hardswish'(-3) = 0 and hardswish'(3) = 1, as Paddle's hardswish_grad.""",
 
 silu_p, silu = _activation("silu", jax.nn.silu, """x * sigmoid(x) (alias ``swish``).
 
-d/dx = s (1 + x sigmoid(-x)) with s = sigmoid(x) (``silu_slope``).""", aliases=("swish",))
+d/dx = s + x s' with s = sigmoid(x), s' = sigmoid(x) sigmoid(-x) (``silu_slope``;
+= s (1 + x sigmoid(-x))).""", aliases=("swish",))
 
 # swish (jax.nn.swish) is silu under its other name: the same function, primitive
 # and manifest entry (``get_op("swish")`` is silu's), not a second formula.
@@ -149,12 +189,13 @@ swish = silu
 
 
 def silu_slope(x: Any, s: Any) -> Any:
-    """silu'(x) = ``s (1 + x sigmoid(-x))`` given ``s = sigmoid(x)``, in
-    gradrules ops: the one formula of silu's derivative (silu's JVP, and the
-    gated MLPs', which share ``s`` with ``silu(x) = x s``). ``sigmoid(-x)``
-    rather than ``1 - s``, which cancels for large x (float32 second
-    derivative off by 1e-2 at x = 15)."""
-    return multiply(s, add(multiply(x, sigmoid(neg(x))), 1.0))
+    """silu'(x) = ``s + x s'`` given ``s = sigmoid(x)``, with ``s' =
+    sigmoid(x) sigmoid(-x)`` (``sigmoid_and_slope``), in gradrules ops: the
+    one formula of silu's derivative (silu's JVP, which takes ``s`` from the
+    same ``sigmoid_and_slope``, and the gated MLPs', which share ``s`` with
+    ``silu(x) = x s``). ``s'`` rather than ``s (1 - s)``, which cancels for
+    large x (float32 second derivative off by 1e-2 at x = 15)."""
+    return add(s, multiply(x, sigmoid_and_slope(x)[1]))
 
 
 # ------------------------------------------------------------------- gelu
@@ -187,9 +228,12 @@ def gelu(x: ArrayLike, *, approximate: bool = False) -> Array:
 
 
 def _gelu_exact_slope(x: Any) -> Any:
-    """Phi(x) + x phi(x), Phi(x) = erfc(-x / sqrt 2) / 2 (accurate for x << 0)."""
-    cdf = multiply(erfc(multiply(x, -math.sqrt(0.5))), 0.5)
-    pdf = multiply(exp(multiply(square(x), -0.5)), 1.0 / math.sqrt(2.0 * math.pi))
+    """Phi(x) + x phi(x), Phi(x) = erfc(z) / 2 (accurate for x << 0), phi(x) =
+    exp(-z**2) / sqrt(2 pi), z = -x / sqrt 2: the exp of erfc's own
+    expansion, which XLA then computes once for both."""
+    z = multiply(x, -math.sqrt(0.5))
+    cdf = multiply(erfc(z), 0.5)
+    pdf = multiply(exp(neg(square(z))), 1.0 / math.sqrt(2.0 * math.pi))
     return add(cdf, multiply(x, pdf))
 
 
@@ -198,23 +242,26 @@ def _gelu_tanh_slope(x: Any) -> Any:
     same as (1 + tanh u) / 2 + x / 2 (1 - tanh(u)**2) u'(x), without the
     cancellation of 1 + tanh(u) for x << 0."""
     x2 = square(x)
-    two_u = multiply(multiply(x, add(multiply(x2, GELU_A), 1.0)), 2.0 * SQRT_2_OVER_PI)
-    cdf = sigmoid(two_u)
-    du = multiply(add(multiply(x2, 3.0 * GELU_A), 1.0), 2.0 * SQRT_2_OVER_PI)
-    return add(cdf, multiply(multiply(x, cdf), multiply(sigmoid(neg(two_u)), du)))
+    k = 2.0 * SQRT_2_OVER_PI
+    two_u = multiply(x, add(multiply(x2, k * GELU_A), k))
+    cdf, slope = sigmoid_and_slope(two_u)                   # s(2u), s(2u) s(-2u)
+    du = add(multiply(x2, 3.0 * k * GELU_A), k)             # 2 u'(x)
+    return add(cdf, multiply(x, multiply(slope, du)))
 
 
 def gelu_slope(x: Any, approximate: bool) -> Any:
     """gelu'(x) in gradrules ops (gelu's JVP, and the gated MLPs'): the
-    formula for |x| <= ``GELU_SATURATION`` and its limit [x > 0] beyond.
+    formula on x clamped to [-L, L], L = ``GELU_SATURATION``.
 
-    Double where: beyond the limit the formula runs on a safe x = 0, so the
-    overflow of its polynomial factors (x**2 in float16, ...) never meets an
-    exp or a sigmoid that has underflowed to 0 (no inf * 0 = NaN in any
-    order); the outer where picks the limit, whose derivatives are 0."""
+    At x = +-L the formula is exactly its limit [x > 0] in float64 and every
+    narrower dtype, so beyond L it gives that limit, and the clamp's zero
+    derivative there makes every higher order 0; its polynomial factors
+    only see |x| <= L, so none overflows to meet an exp or a sigmoid that
+    has underflowed to 0 (no inf * 0 = NaN in any order). One elementwise
+    pass: no where of the limit written beside the formula."""
     formula = _gelu_tanh_slope if approximate else _gelu_exact_slope
-    big = gt(gr_abs(x), GELU_SATURATION[approximate])
-    return where(big, indicator(gt(x, 0.0), x), formula(where(big, 0.0, x)))
+    limit = GELU_SATURATION[approximate]
+    return formula(clamp(x, min=-limit, max=limit))
 
 
 def _gelu_reference(x: ArrayLike, *, approximate: bool = False) -> Array:

@@ -252,11 +252,13 @@ prod_p = define_primitive("prod", family=FAMILY, operands=("x",), params=("axes"
 prod = _reduction_op(prod_p, "numeric", 1.0, """``prod_{i in axis} x_i`` (1 over a size-0 axis;
 over the entries ``where`` selects).
 
-d out / d x_i = prod_{j != i} x_j, the product of the others, computed as the
-product of exclusive prefix and suffix products (``cumprod(exclusive=True)``)
-and never as out / x_i: it is finite and exact where x has zeros, at every
-derivative order. Narrow integers are multiplied in the default integer, as
-jnp.prod does.""", widen=True)
+d out / d x_i = prod_{j != i} x_j, the product of the others, computed in
+blocks of 4 (``rules.reduction.product_of_others``: within a block (a, b, c,
+d) the others are (b cd, a cd, ab d, ab c), times the product of the other
+blocks) and never as out / x_i: it is finite and exact where x has zeros, at
+every derivative order, and 0 (not inf * 0) where another entry is 0 and the
+product of the rest overflows. Narrow integers are multiplied in the default
+integer, as jnp.prod does.""", widen=True)
 register_op(OpDef(name="prod", family=FAMILY, fn=prod, primitives=(prod_p,),
                   reference=_reduction_reference(jnp.prod), operands=("x",)))
 

@@ -1,6 +1,7 @@
 """Scans along one axis: cumsum, cumprod, cummax, logcumsumexp, and the
-helper ``linear_recurrence`` that the derivatives of cumprod (and so of prod)
-and of logcumsumexp are made of.
+helper ``linear_recurrence`` that the derivatives of cumprod and of
+logcumsumexp are made of. cumprod and linear_recurrence lower to
+``blocked_scan`` (blocks of 4, about two combines per entry).
 
 Every scan primitive takes the params ``axis`` (a non-negative int) and
 ``reverse`` (scan from the last element to the first) and keeps the shape of
@@ -80,13 +81,72 @@ def _scan_reference(fn: Callable[..., Array], x: ArrayLike, *, axis: int,
     return fn(jnp.asarray(x), axis % np.ndim(x), reverse)
 
 
-def _shift_in(y: Array, axis: int, reverse: bool, fill: Any) -> Array:
-    """``y`` moved one step along the scan (``fill`` enters at the start):
-    the exclusive scan from the inclusive one. A pad by one at the start that
-    drops the last element, so the result keeps y's sharding."""
-    config = [(0, 0, 0)] * y.ndim
-    config[axis] = (-1, 1, 0) if reverse else (1, -1, 0)
-    return lax.pad(y, np.asarray(fill, y.dtype), config)
+SCAN_BLOCK = 4
+"""The block length of ``blocked_scan``."""
+
+Elems = tuple[Array, ...]
+
+
+def _running(combine: Callable[[Elems, Elems], Elems], cols: list[Elems]) -> list[Elems]:
+    """``[c_0, c_0 . c_1, (c_0 . c_1) . c_2, ...]``: the running combination
+    of ``cols`` in order, one combine a step."""
+    out = [cols[0]]
+    for col in cols[1:]:
+        out.append(combine(out[-1], col))
+    return out
+
+
+def blocked_scan(combine: Callable[[Elems, Elems], Elems], elems: Elems,
+                 identity: tuple[Any, ...], axis: int, *, reverse: bool = False,
+                 exclusive: bool = False) -> Elems:
+    """The scan ``out_i = x_0 . x_1 . ... . x_i`` of an associative ``combine``
+    (on tuples of arrays, ``identity`` its neutral element) along ``axis``:
+    ``x_i . ... . x_{n-1}`` in that order with ``reverse``; with
+    ``exclusive``, without x_i itself (the identity at the first entry).
+
+    In blocks of ``SCAN_BLOCK``: the axis, padded with the identity to a
+    multiple of the block, is split into ``[n / SCAN_BLOCK, SCAN_BLOCK]``;
+    within each block the running combination takes SCAN_BLOCK - 1
+    sequential steps; the exclusive scan of the block totals (recursively)
+    gives what comes before each block, which each entry is combined with.
+    An axis of at most SCAN_BLOCK entries is one block. About two combines
+    per entry and log_4(n) passes over memory, where lax.associative_scan
+    takes two combines too but 2 log_2(n) strided passes, and lax.cumprod on
+    the CPU a reduce-window of 16 products per entry.
+    """
+    if reverse:
+        flipped = blocked_scan(combine, tuple(lax.rev(e, (axis,)) for e in elems), identity,
+                               axis, exclusive=exclusive)
+        return tuple(lax.rev(e, (axis,)) for e in flipped)
+    shape = elems[0].shape
+    n = shape[axis]
+    if n == 0:
+        return elems
+    if n <= SCAN_BLOCK:
+        cols = [tuple(lax.slice_in_dim(e, j, j + 1, axis=axis) for e in elems) for j in range(n)]
+        running = _running(combine, cols)
+        if exclusive:
+            running = [tuple(lax.full_like(c, i) for c, i in zip(cols[0], identity)),
+                       *running[:-1]]
+        return tuple(lax.concatenate(list(parts), axis) for parts in zip(*running))
+    m = -(-n // SCAN_BLOCK)
+    pad = [(0, 0, 0)] * len(shape)
+    pad[axis] = (0, m * SCAN_BLOCK - n, 0)
+    split = tuple(shape[:axis]) + (m, SCAN_BLOCK) + tuple(shape[axis + 1:])
+    blocks = [lax.pad(e, np.asarray(i, e.dtype), pad).reshape(split)
+              for e, i in zip(elems, identity)]
+    running = _running(combine, [tuple(lax.index_in_dim(b, j, axis + 1, keepdims=False)
+                                       for b in blocks) for j in range(SCAN_BLOCK)])
+    before = blocked_scan(combine, running[-1], identity, axis, exclusive=True)
+    out = ([before, *(combine(before, r) for r in running[:-1])] if exclusive
+           else [combine(before, r) for r in running])
+    padded = tuple(shape[:axis]) + (m * SCAN_BLOCK,) + tuple(shape[axis + 1:])
+    return tuple(lax.slice_in_dim(jnp.stack(parts, axis + 1).reshape(padded), 0, n, axis=axis)
+                 for parts in zip(*out))
+
+
+def _multiply_combine(first: Elems, then: Elems) -> Elems:
+    return (first[0] * then[0],)
 
 
 # ----------------------------------------------------------------- cumsum
@@ -111,8 +171,11 @@ register_op(OpDef(name="cumsum", family=FAMILY, fn=cumsum, primitives=(cumsum_p,
 
 # ---------------------------------------------------------------- cumprod
 def _cumprod_impl(x: Array, *, axis: int, reverse: bool, exclusive: bool) -> Array:
-    y = lax.cumprod(x, axis, reverse)
-    return _shift_in(y, axis, reverse, 1) if exclusive else y
+    """A ``blocked_scan`` of products (lax.cumprod lowers to a reduce-window
+    on the CPU, 16 products per entry: 3x slower at n = 1448)."""
+    (y,) = blocked_scan(_multiply_combine, (x,), (1,), axis, reverse=reverse,
+                        exclusive=exclusive)
+    return y
 
 
 cumprod_p = define_primitive("cumprod", family=FAMILY, operands=("x",),
@@ -234,10 +297,10 @@ def _linear_recurrence_combine(first: tuple[Array, Array], then: tuple[Array, Ar
 
 
 def _linear_recurrence_impl(a: Array, b: Array, *, axis: int, reverse: bool) -> Array:
-    if a.shape[axis] == 0:
-        return b
-    _, u = lax.associative_scan(_linear_recurrence_combine, (a, b), reverse=reverse, axis=axis)
-    return _shift_in(u, axis, reverse, 0)
+    """The exclusive ``blocked_scan`` of the affine maps ``s -> a s + b``."""
+    _, s = blocked_scan(_linear_recurrence_combine, (a, b), (1, 0), axis, reverse=reverse,
+                        exclusive=True)
+    return s
 
 
 linear_recurrence_p = define_primitive(

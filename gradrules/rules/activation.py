@@ -11,15 +11,17 @@ derivative saturates.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from .._jax import aval_of
+from .._jax import BatchDim, BatchResult, JvpResult, Tangent, aval_of, is_zero, zero_tangent
 from ..core.primitive import register_rules
+from ..core.registry import NOT_LINEAR
 from ..primitives import activation as a
 from ..primitives._compose import indicator
-from ..primitives.arithmetic import add, multiply
+from ..primitives.arithmetic import add, multiply, subtract
 from ..primitives.compare import ge, gt, le, lt, where
 from ..primitives.logical import logical_and
 from ..primitives.unary import neg
@@ -27,10 +29,30 @@ from ._common import elementwise_rules
 
 
 def _sigmoid_dx(x: Any, out: Any) -> Any:
-    return multiply(out, a.sigmoid(neg(x)))
+    return a.sigmoid_and_slope(x)[1]                  # sigmoid(x) sigmoid(-x)
 
 
 register_rules(a.sigmoid_p, **elementwise_rules(a.sigmoid_p, _sigmoid_dx))
+
+
+def _sigmoid_and_slope_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
+    """(s, s')' = (s', s' (1 - 2 s)) with s' = s (1 - s): polynomial in the
+    outputs, so no order differentiates the |x| of the lowering."""
+    (x,), (t,) = primals, tangents
+    s, slope = a.sigmoid_and_slope(x)
+    if is_zero(t):
+        return [s, slope], [zero_tangent(s), zero_tangent(slope)]
+    ds = multiply(t, slope)
+    return [s, slope], [ds, multiply(ds, subtract(1.0, multiply(s, 2.0)))]
+
+
+def _sigmoid_and_slope_batch(args: Sequence[Any], dims: Sequence[BatchDim]) -> BatchResult:
+    (x,), (d,) = args, dims                           # elementwise: the axis passes through
+    return a.sigmoid_and_slope_p.bind(x), [d, d]
+
+
+register_rules(a.sigmoid_and_slope_p, jvp=_sigmoid_and_slope_jvp, transpose=NOT_LINEAR,
+               batch=_sigmoid_and_slope_batch)
 
 
 def _log_sigmoid_dx(x: Any, out: Any) -> Any:
@@ -71,7 +93,7 @@ register_rules(a.hardswish_p, **elementwise_rules(a.hardswish_p, _hardswish_dx))
 
 
 def _silu_dx(x: Any, out: Any) -> Any:
-    return a.silu_slope(x, a.sigmoid(x))
+    return a.silu_slope(x, a.sigmoid_and_slope(x)[0])
 
 
 register_rules(a.silu_p, **elementwise_rules(a.silu_p, _silu_dx))
