@@ -179,9 +179,11 @@ def broadcasting_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[Batc
 def unary_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim],
                 **params: Any) -> BatchResult:
     """Batching of a primitive that acts on each element (or keeps the axes
-    of its single operand in place): the batch axis passes through."""
+    of its single operand in place): the batch axis passes through, to each
+    result of a primitive with several."""
     (x,), (d,) = args, dims
-    return prim.bind(x, **params), d
+    out = prim.bind(x, **params)
+    return out, ([d] * len(out) if prim.multiple_results else d)
 
 
 def multilinear_jvp(prim: Primitive, primals: Sequence[Any], tangents: Sequence[Tangent],

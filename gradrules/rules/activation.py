@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .._jax import BatchDim, BatchResult, JvpResult, Tangent, aval_of, is_zero, zero_tangent
+from .._jax import JvpResult, Tangent, aval_of, is_zero, zero_tangent
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
 from ..primitives import activation as a
@@ -25,7 +25,7 @@ from ..primitives.arithmetic import add, multiply, subtract
 from ..primitives.compare import ge, gt, le, lt, where
 from ..primitives.logical import logical_and
 from ..primitives.unary import neg
-from ._common import elementwise_rules
+from ._common import elementwise_batch, elementwise_rules
 
 
 def _sigmoid_dx(x: Any, out: Any) -> Any:
@@ -46,13 +46,8 @@ def _sigmoid_and_slope_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) 
     return [s, slope], [ds, multiply(ds, subtract(1.0, multiply(s, 2.0)))]
 
 
-def _sigmoid_and_slope_batch(args: Sequence[Any], dims: Sequence[BatchDim]) -> BatchResult:
-    (x,), (d,) = args, dims                           # elementwise: the axis passes through
-    return a.sigmoid_and_slope_p.bind(x), [d, d]
-
-
 register_rules(a.sigmoid_and_slope_p, jvp=_sigmoid_and_slope_jvp, transpose=NOT_LINEAR,
-               batch=_sigmoid_and_slope_batch)
+               batch=elementwise_batch(a.sigmoid_and_slope_p))
 
 
 def _log_sigmoid_dx(x: Any, out: Any) -> Any:
