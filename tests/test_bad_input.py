@@ -53,8 +53,10 @@ import numpy as np
 import pytest
 
 import jax
+import jax.numpy as jnp
 from jax.sharding import AxisType, PartitionSpec
 
+import gradrules as gr
 from gradrules.core.registry import OPS
 from gradrules.pallas import attention as attention_kernels, gated as gated_kernels
 from gradrules.pallas import loss as loss_kernels, norm as norm_kernels
@@ -102,11 +104,12 @@ OUT_OF_RANGE: dict[Any, tuple[float, ...]] = {
     "limit": (0.0, -1.0),                   # > 0: the gated ops' clamp
     "std": (-1.0,),                         # >= 0: normal
     "lam": (0.0, -1.0),                     # > 0: exponential
-    "scale_factor": (0.0, -1.0),            # > 0: upsample2d
+    "scale_factor": (0.0, -1.0, 1e30),      # > 0, an output an array can hold: upsample2d
     ("softplus", "beta"): (0.0, -1.0),      # > 0
     ("celu", "alpha"): (0.0, -1.0),         # > 0
     ("div_scale", "scale"): (0.0,),         # != 0
     ("arange", "step"): (0.0,),             # != 0
+    ("arange", "stop"): (1e30,),            # a result an array can hold
 }
 # The float params that may be infinite: the bounds of a clip, softplus's
 # switch to the identity.
@@ -456,3 +459,26 @@ def test_every_bad_argument_is_named() -> None:
             problems[str(call)] = problem
     assert not problems, f"{len(problems)} bad calls:\n" + "\n".join(
         f"{k}: {v}" for k, v in problems.items())
+
+
+# Sizes no array can hold (more than 2**63 - 1 elements), set by an int or
+# float argument: a ValueError naming the op at trace time (every primitive's
+# abstract eval checks its output size), where XLA would fail deep in MLIR.
+_HUGE = 10**20
+_TOO_LARGE = {
+    "pad": lambda x: gr.pad(x, ((0, _HUGE), (0, 0))),
+    "repeat": lambda x: gr.repeat(x, repeats=_HUGE, axis=0),
+    "broadcast_to": lambda x: gr.broadcast_to(x, (_HUGE, 2, 3)),
+    "one_hot": lambda x: gr.one_hot(jnp.zeros((2,), jnp.int32), num_classes=_HUGE),
+    "full": lambda x: gr.full((_HUGE, _HUGE), 1.0),
+    "arange": lambda x: gr.arange(0.0, 1e30),
+    "upsample2d": lambda x: gr.upsample2d(x[None, None], scale_factor=1e30),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_TOO_LARGE))
+def test_an_output_too_large_for_an_array_is_named(op: str) -> None:
+    call = _TOO_LARGE[op]
+    for fn in (call, jax.jit(call)):
+        with pytest.raises(ValueError, match=rf"gradrules\.{op}: .*more than an array can hold"):
+            fn(jnp.ones((2, 3), jnp.float32))

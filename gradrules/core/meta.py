@@ -46,6 +46,23 @@ def check_dtype(op: str, arg: str, dtype: Any, kind: str) -> None:
         raise TypeError(f"{op_name(op)}: argument {arg} must have {want}, got {dtype}")
 
 
+MAX_ELEMENTS = np.iinfo(np.int64).max
+"""The most elements an array can have: XLA indexes them with int64."""
+
+
+def check_size(op: str, what: str, shape: Sequence[Any], given: str) -> None:
+    """Raise a ValueError naming ``what`` (the output, say) and the arguments
+    that set its size (``given``, e.g. ``"stop=1e+30"``) when ``shape`` has
+    more than ``MAX_ELEMENTS`` elements. Symbolic dimensions count as 1."""
+    size = 1
+    for d in shape:
+        size *= d if isinstance(d, (int, np.integer)) else 1
+    if size > MAX_ELEMENTS:
+        raise ValueError(f"{op_name(op)}: {what} would have shape {tuple(shape)}, "
+                         f"{size:.3g} elements, more than an array can hold "
+                         f"({MAX_ELEMENTS}), from {given}")
+
+
 def broadcast_shapes(op: str, shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
     """Numpy broadcasting of named shapes; ValueError naming all of them."""
     ndim = max((len(s) for s in shapes.values()), default=0)

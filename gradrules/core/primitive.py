@@ -35,7 +35,7 @@ from .. import _jax
 from .._jax import Cotangent, JvpResult, MaybeUndefined, Tangent
 from .kernels import (IMPLEMENTATION, check_implementation, check_table,
                       register_table_lowerings, xla_lowering)
-from .meta import op_name
+from .meta import check_size, op_name
 from .registry import NOT_DIFFERENTIABLE, NOT_LINEAR, PRIMITIVES, ZERO_DERIVATIVE, PrimitiveInfo
 
 InferMeta = Callable[..., Any]
@@ -102,10 +102,18 @@ def checked_infer_meta(name: str, table: Mapping[str, Callable[..., Any]] | None
     manual mesh axes but the one named by the param ``invariant_over``."""
     if table is not None:
         check_implementation(name, table, avals, params)
-    out = _jax.with_explicit_shardings(infer_meta(*avals, **params), avals,
-                                       partial(lowering, **params), op_name(name))
+    meta = infer_meta(*avals, **params)
+    for aval in meta if isinstance(meta, (tuple, list)) else (meta,):
+        check_size(name, "the output", aval.shape, _given(params))
+    out = _jax.with_explicit_shardings(meta, avals, partial(lowering, **params), op_name(name))
     invariant = params[invariant_over] if invariant_over is not None else None
     return _jax.with_varying_axes(out, avals, invariant)
+
+
+def _given(params: Mapping[str, Any]) -> str:
+    """The params of a bind, for an error message (cut at 300 characters)."""
+    text = ", ".join(f"{k}={v!r}" for k, v in params.items())
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def validate_params(name: str, expected: frozenset[str], given: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 
 from .._jax import ShapedArray
 from ..core.args import bool_param, choice_param, int_pair, int_param, number_pair
-from ..core.meta import check_dtype, op_name
+from ..core.meta import check_dtype, check_size, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from .convert import promote
@@ -108,6 +108,8 @@ def _upsample_params(op: str, shape: tuple[int, ...], size: Any, scale_factor: A
             raise ValueError(f"{op_name(op)}: scale_factor {scale_factor!r} leaves no output "
                              f"for x with shape {shape}")
         ratio = (1.0 / sf[0], 1.0 / sf[1])
+    check_size(op, "the output", shape[:-2] + out,
+               f"size={size!r}" if size is not None else f"scale_factor={scale_factor!r}")
     return {"size": out, "ratio": (float(ratio[0]), float(ratio[1])), "method": method,
             "align_corners": align_corners}
 
