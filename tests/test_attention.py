@@ -354,3 +354,90 @@ def test_dot_product_attention_bad_input(args, kw, exc, match):
         dot_product_attention(*arrays, **kw)
     with pytest.raises(exc, match=match):
         jax.jit(lambda *a: dot_product_attention(*a, **kw))(*arrays)
+
+
+# ----------------------------------------- second order: the backward's JVP
+def _backward_jvp_operands(rng, dtype, offset):
+    """attention_vjp_jvp_p's operands: GQA, causal Sq=5 < Sk=7, a mask with
+    an all-masked row, a bias [1, H, Sq, Sk] whose tangent broadcasts over
+    rows, a cotangent of lse, keys and values ``offset`` from 0 (the
+    softmax does not see a common offset of the keys, so dq is small beside
+    ``offset * sum_j g_ij``, which is 0 exactly: an error in delta shows);
+    and its params."""
+    q, k, v = _qkv(rng, 2, 5, 7, 4, 2, 3)
+    k, v = k + offset, v + offset
+    mask = rng.uniform(size=(2, 1, 5, 7)) > 0.3
+    mask[..., 0] = True
+    mask[1, 0, 2] = False
+    bias = rng.standard_normal((1, 4, 5, 7))
+    params = dict(causal=True, scale=0.6, implementation=Implementation("xla", None))
+    q, k, v, bias = (jnp.asarray(x, dtype) for x in (q, k, v, bias))
+    out, lse, lse_lo = attention_p.bind(q, k, v, mask, bias, **params)
+    ct_out, tq, t_out, tk, tv = (jnp.asarray(rng.standard_normal(np.shape(x)), dtype)
+                                 for x in (q, q, q, k, v))
+    ct_lse, t_lse = (jnp.asarray(rng.standard_normal(np.shape(lse)), lse.dtype) for _ in range(2))
+    tbias = jnp.asarray(rng.standard_normal((1, 4, 1, 7)), dtype)
+    operands = (q, k, v, mask, bias, out, lse, lse_lo, ct_out, ct_lse, tq, tk, tv, tbias, t_out,
+                t_lse)
+    return operands, params
+
+
+def test_bf16_backward_and_its_jvp_take_sum_p_v_in_float32_as_the_dense_maps():
+    """In bfloat16, attention_vjp_p and attention_vjp_jvp_p against
+    ``_backward_map`` and ``_backward_jvp_map`` (its JVP): all take the
+    output as ``sum_j p v`` (and its tangent) in float32, not the rounded
+    ``out`` (whose rounding, times the keys' offset, would be the whole of
+    dq), so t_out goes unused. Under vmap (two examples; mask and bias
+    shared, tbias not): the batching rules too. (float64, with blocks and
+    padding: the checker's fd of attention, whose vjp->jvp is
+    attention_vjp_jvp_p.)"""
+    from gradrules.primitives.attention import attention_vjp_jvp_p, attention_vjp_p
+    from gradrules.rules.attention import _backward_jvp_map, _backward_map
+    rng = np.random.default_rng(15)
+    (first, params), (second, _) = (_backward_jvp_operands(rng, jnp.bfloat16, 8.0)
+                                    for _ in range(2))
+    shared = (3, 4)                                  # mask, bias
+    operands = [x if i in shared else jnp.stack([x, second[i]]) for i, x in enumerate(first)]
+    axes = [None if i in shared else 0 for i in range(len(first))]
+    maths = dict(causal=True, scale=params["scale"])
+
+    def batched(backward, backward_jvp):
+        def both(*ops):
+            return backward(*ops[:10]), backward_jvp(*ops)
+        return jax.jit(jax.vmap(both, in_axes=axes))
+
+    blockwise = batched(partial(attention_vjp_p.bind, **params),
+                        partial(attention_vjp_jvp_p.bind, **params))
+    got = blockwise(*operands)
+    want = batched(partial(_backward_map, **maths), partial(_backward_jvp_map, **maths))(*operands)
+    _, again = blockwise(*operands[:-2], 2 * operands[-2], operands[-1])
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        np.testing.assert_allclose(g, w, atol=2e-2 * np.abs(w).max())
+    for g, a in zip(got[1], again):
+        np.testing.assert_array_equal(np.asarray(g, np.float64), np.asarray(a, np.float64))
+
+
+def test_hvp_runs_the_blockwise_backward_jvp_without_the_scores():
+    """A Hessian-vector product binds attention_vjp_jvp (with kernel='xla'
+    when the call asks for a Pallas kernel, which it has not), whose
+    compiled lowering holds far less than one [S, S] array (XLA's memory
+    analysis)."""
+    from gradrules.primitives.attention import attention_vjp_jvp_p
+    s = 2048
+    x = jax.ShapeDtypeStruct((1, s, 1, 16), jnp.float32)
+
+    def hvp(q, k, v, tq):
+        def grad(q):
+            return jax.grad(lambda q: jnp.sum(attention(q, k, v, causal=True) ** 2))(q)
+        return jax.jvp(grad, (q,), (tq,))[1]
+
+    with gradrules.config.using(kernel="interpret"):
+        jaxpr = jax.make_jaxpr(hvp)(x, x, x, x)
+    (eqn,) = [e for e in jaxpr.eqns if e.primitive is attention_vjp_jvp_p]
+    assert eqn.params["implementation"].kernel == "xla"
+    assert "einsum" not in str(jaxpr), jaxpr
+    compiled = jax.jit(partial(attention_vjp_jvp_p.bind, **eqn.params)).lower(
+        *(v.aval for v in eqn.invars)).compile()
+    temp = compiled.memory_analysis().temp_size_in_bytes
+    assert temp < s * s * 4 / 8, temp

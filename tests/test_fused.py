@@ -15,7 +15,7 @@ from gradrules import _jax
 from gradrules.core.registry import PRIMITIVES
 from gradrules.testing.samples import sample_fn, samples_for
 
-FUSED = [op for op in gradrules.list_ops() if len(op.primitives) == 3]
+FUSED = [op for op in gradrules.list_ops() if len(op.primitives) >= 3]
 KERNELED = [op for op in gradrules.list_ops()
             if any(PRIMITIVES[p].has_implementation_param for p in op.primitives)]
 NO_KERNEL_YET = [op for op in KERNELED
@@ -51,7 +51,7 @@ def test_the_tables_are_not_empty():
 
 @pytest.mark.parametrize("op", FUSED, ids=lambda op: op.name)
 def test_grad_binds_the_backward_and_jacfwd_the_tangent_map(op):
-    forward, tangent_map, backward = (p.name for p in op.primitives)
+    forward, tangent_map, backward = (p.name for p in op.primitives[:3])
     f, xs = _call(op)
     argnums = tuple(range(len(xs)))
     loss = lambda *a: sum(jnp.sum(jnp.square(o)) for o in jax.tree_util.tree_leaves(f(*a)))  # noqa: E731
@@ -59,6 +59,22 @@ def test_grad_binds_the_backward_and_jacfwd_the_tangent_map(op):
     assert {forward, backward} <= grad and tangent_map not in grad, grad
     fwd = _primitives(jax.jacfwd(f, argnums), *xs)
     assert tangent_map in fwd and backward not in fwd, fwd
+
+
+SECOND_ORDER = [op for op in FUSED if len(op.primitives) > 3]
+
+
+@pytest.mark.parametrize("op", SECOND_ORDER, ids=lambda op: op.name)
+def test_a_hessian_vector_product_binds_the_backwards_tangent(op):
+    """An op's fourth primitive, the blockwise tangent of its backward, is
+    what a Hessian-vector product binds (never the gradient)."""
+    assert {"attention", "fused_linear_cross_entropy"} <= {op.name for op in SECOND_ORDER}
+    f, xs = _call(op)
+    loss = lambda *a: sum(jnp.sum(jnp.square(o)) for o in jax.tree_util.tree_leaves(f(*a)))  # noqa: E731
+    grad = jax.grad(loss, tuple(range(len(xs))))
+    hvp = lambda *a: jax.jvp(grad, a, a)[1]                                                   # noqa: E731
+    second = op.primitives[3].name
+    assert second not in _primitives(grad, *xs) and second in _primitives(hvp, *xs)
 
 
 @pytest.mark.parametrize("kernel", ["pallas", "interpret"])

@@ -242,18 +242,23 @@ def test_vmap_with_a_shared_w_never_copies_w_per_example() -> None:
     _all_close(dw_each, np.stack([g[1] for g in loop]))
 
 
-def test_grad_never_holds_the_logits() -> None:
-    """Compiled temp memory of the gradient stays below one [tokens, vocab]
-    float32 array (the plain jax.numpy gradient holds at least that)."""
-    tokens, hidden, vocab = 256, 32, 16384
+@pytest.mark.parametrize("mode, vocab", [("grad", 16384), ("hvp", 32768)])
+def test_derivatives_never_hold_the_logits(mode, vocab) -> None:
+    """Compiled temp memory of the gradient and of its JVP (a Hessian-vector
+    product: the backward's tangent is blockwise too) stays below a quarter
+    of one [tokens, vocab] float32 array (the plain jax.numpy gradient holds
+    at least that; the HVP holds a few [tokens, 2048] blocks: logits, their
+    tangent, cotangent and its tangent, hence its larger vocabulary)."""
+    tokens, hidden = 256, 32
     k = jax.random.split(jax.random.PRNGKey(0), 3)
     h = jax.random.normal(k[0], (tokens, hidden), jnp.float32)
     w = jax.random.normal(k[1], (hidden, vocab), jnp.float32)
     labels = jax.random.randint(k[2], (tokens,), 0, vocab)
 
     def temp(f):
-        return jax.jit(jax.grad(f, (0, 1))).lower(h, w).compile().memory_analysis() \
-            .temp_size_in_bytes
+        grad = jax.grad(f, (0, 1))
+        fn = grad if mode == "grad" else lambda h, w: jax.jvp(grad, (h, w), (h, w))[1]
+        return jax.jit(fn).lower(h, w).compile().memory_analysis().temp_size_in_bytes
 
     ours = temp(lambda h, w: fused_linear_cross_entropy(h, w, labels))
     plain = temp(lambda h, w: jnp.mean(jax.nn.logsumexp(h @ w, -1)
@@ -261,6 +266,24 @@ def test_grad_never_holds_the_logits() -> None:
     logits_bytes = tokens * vocab * 4
     assert plain >= logits_bytes
     assert ours <= logits_bytes // 4, (ours, plain)
+
+
+def test_cross_entropy_grad_does_no_more_work_than_jax_numpy() -> None:
+    """The compiled gradient's FLOPs and bytes (XLA's cost analysis) are the
+    plain jax.numpy gradient's: the per-token factors multiply once per logit
+    and the label's entry is a scatter of one value per token, not a
+    [tokens, vocab] one-hot."""
+    logits = jnp.asarray(rng.normal(size=(64, 1024)), jnp.float32)
+    labels = jnp.asarray(rng.integers(0, 1024, 64), jnp.int32)
+
+    def cost(f):
+        c = jax.jit(jax.grad(lambda x: f(x, labels))).lower(logits).compile().cost_analysis()
+        c = c[0] if isinstance(c, (list, tuple)) else c
+        return c["flops"], c["bytes accessed"]
+
+    (flops, nbytes), (ref_flops, ref_bytes) = cost(cross_entropy), cost(cross_entropy_reference)
+    assert flops <= 1.1 * ref_flops and nbytes <= 1.1 * ref_bytes, (flops, ref_flops, nbytes,
+                                                                   ref_bytes)
 
 
 @pytest.mark.parametrize("fn", ["cross_entropy", "fused_linear_cross_entropy"])

@@ -68,6 +68,41 @@ def dot(a: Array, b: Array, *, trans_b: bool = False) -> Array:
     return jnp.dot(a, b.T if trans_b else b, preferred_element_type=jnp.float32)
 
 
+# How many 16-bit parts ``split_dot`` cuts a float32 operand into: 3 x 8
+# significant bits for bfloat16 (all of float32's 24), 2 x 11 for float16 (22)
+SPLIT_PARTS = {np.dtype(jnp.bfloat16): 3, np.dtype(jnp.float16): 2}
+
+
+def split_dot(a: Array, b: Array, *, trans_a: bool = False) -> Array:
+    """``a @ b`` (``a^T @ b`` with ``trans_a``) for a float32 ``a`` and a 16-bit
+    ``b``, at float32 precision on 16-bit tensor cores.
+
+    ``a = sum_n 2^(-t n) a_n`` with ``t`` the significand bits of b's dtype
+    and ``a_n`` the 16-bit rounding of ``2^(t n) (a - sum_{m<n} 2^(-t m) a_m)``
+    (``SPLIT_PARTS[b.dtype]`` parts; the scaling keeps float16 parts out of
+    the subnormals), so ``a @ b = sum_n 2^(-t n) (a_n @ b)``: each product of
+    two 16-bit numbers is exact in the float32 accumulator, and the only
+    roundings are the last part's (2^-24 of ``|a|`` for bfloat16, 2^-22 for
+    float16) and the float32 sums. A float32 ``b``: one ``dot``. (A
+    float32 dot on the GPU would be TF32, 2^-11, or the slow IEEE path.)
+    """
+    parts = SPLIT_PARTS.get(np.dtype(b.dtype), 1)
+    if parts == 1:
+        return dot(a.T if trans_a else a, b.astype(a.dtype))
+    bits = jnp.finfo(b.dtype).nmant + 1
+    terms, rest = [], a
+    for n in range(parts):
+        part = rest.astype(b.dtype)
+        term = dot(part.T if trans_a else part, b)
+        terms.append(term if n == 0 else term * (2.0 ** (-bits * n)))
+        if n + 1 < parts:
+            rest = (rest - part.astype(F32)) * (2.0 ** bits)
+    total = terms[-1]                     # the smallest first
+    for term in reversed(terms[:-1]):
+        total = total + term
+    return total
+
+
 def triton_call(kernel: Callable[..., None], *, name: str, grid: tuple[int, ...],
                 in_specs: Sequence[BlockSpec], out_specs: Sequence[BlockSpec],
                 out_shape: Sequence[jax.ShapeDtypeStruct], num_warps: int, num_stages: int,

@@ -5,8 +5,13 @@ Every kernel has a grid over (block, batch, head) and loops over the blocks
 of the other sequence inside, holding one ``[block_q, block_k]`` tile of
 scores in float32; q, k, v are read in their own dtype (tensor-core products
 for 16-bit input, ``_pallas.dot``) and ``[B, S, H, D]`` layout, so nothing is
-transposed or repeated in memory. With ``G = H / Hkv`` query heads per
-key/value head, the kernel of query head h reads kv head ``h // G`` by index.
+transposed or repeated in memory. The float32 weights of a tile (``p``, ``p
+ds``, ``g`` below) multiply 16-bit operands in the jvp and backward kernels
+through ``_pallas.split_dot`` (3 bfloat16 / 2 float16 tensor-core products,
+float32-accurate), so that their 16-bit results are one rounding of the
+exact ones; the forward's ``p v`` rounds ``p`` to 16 bits (FlashAttention's).
+With ``G = H / Hkv`` query heads per key/value head, the kernel of query
+head h reads kv head ``h // G`` by index.
 
 * ``forward``: grid ``(Sq blocks, B, H)``; online softmax over key blocks
   (``core.numerics.online_lse_step``), the output and the log-sum-exp pair
@@ -20,9 +25,12 @@ key/value head, the kernel of query head h reads kv head ``h // G`` by index.
   for 16-bit input ``out`` is ``sum_j p v`` in float32 from the same pass
   (the ``out`` residual is rounded).
 * ``backward``: three kernels. ``delta = rowsum(ct_out * out) - ct_lse``
-  (grid ``(Sq blocks, B, H)``); dk, dv with grid ``(Sk blocks, B, Hkv)``,
-  looping over the G query heads of the kv head and the query blocks that
-  see the key block; dq and dbias with grid ``(Sq blocks, B, H)`` looping
+  (grid ``(Sq blocks, B, H)``), where for 16-bit input ``out = sum_j p v`` in
+  float32 (the ``out`` residual is rounded; as ``rules.attention``'s
+  ``_backward_map``): ``delta = sum_j p_ij (ct_out_i . v_j) - ct_lse_i``
+  over the key blocks, two products per tile; dk, dv with grid ``(Sk
+  blocks, B, Hkv)``, looping over the G query heads of the kv head and the
+  query blocks that see the key block; dq and dbias with grid ``(Sq blocks, B, H)`` looping
   over key blocks. With ``g = p (ct_out . v - delta)``: ``dq = scale g k``,
   ``dk = scale g^T q``, ``dv = p^T ct_out``, ``dbias = g``.
 
@@ -55,8 +63,8 @@ from jax import lax
 from ..core.numerics import (finite_or_zero, online_lse_step, online_softmax_finish, probs,
                              rounded_below_acc)
 from ._pallas import (BlockSpec, dot, ds, DTYPES, F32, first, iota, is_power_of_2, load,
-                      load_row_values, load_rows, next_power_of_2, program_id, store, triton_call,
-                      whole)
+                      load_row_values, load_rows, next_power_of_2, program_id, split_dot, store,
+                      triton_call, whole)
 
 Array = jax.Array
 MAX_HEAD_DIM = 256
@@ -310,9 +318,8 @@ def _jvp_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any
                + _load_pair(tbias_ref, tbias, 0, r0, c0, g).astype(F32))
         pts = p * t_s
         v, tv = load_rows(v_ref, c0, g.Sk, g.bk), load_rows(tv_ref, c0, g.Sk, g.bk)
-        p_v = p.astype(v.dtype)
-        acc = acc + dot(pts.astype(v.dtype), v) + dot(p_v, tv)
-        return (t_lse + pts.sum(-1), acc, *(o + dot(p_v, v) for o in out))
+        acc = acc + split_dot(pts, v) + split_dot(p, tv)
+        return (t_lse + pts.sum(-1), acc, *(o + split_dot(p, v) for o in out))
 
     zeros = jnp.zeros((g.bq, g.D), F32)
     init = (jnp.zeros((g.bq,), F32), zeros) + ((zeros,) if own_out else ())
@@ -334,6 +341,29 @@ def _delta_kernel(out_ref: Any, ct_out_ref: Any, ct_lse_ref: Any, delta_ref: Any
     store(delta_ref.at[ds(r0, g.bq)], delta, mask=iota(r0, g.bq) < g.Sq)
 
 
+def _delta_of_probs_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
+                           lse_ref: Any, lse_lo_ref: Any, ct_out_ref: Any, ct_lse_ref: Any,
+                           delta_ref: Any, *, g: Geometry, mask: Pair, bias: Pair) -> None:
+    """``delta = sum_j p_ij (ct_out_i . v_j) - ct_lse_i``: ``rowsum(ct_out *
+    out)`` with ``out = sum_j p v`` in float32 (for 16-bit input, whose
+    ``out`` residual is rounded), over the key blocks the query block sees."""
+    i = program_id(0)
+    r0 = i * g.bq
+    q, ct = load_rows(q_ref, r0, g.Sq, g.bq), load_rows(ct_out_ref, r0, g.Sq, g.bq)
+    lse, lse_lo = _load_lse(lse_ref, lse_lo_ref, r0, g)
+
+    def key_block(j: Any, total: Array) -> Array:
+        c0 = j * g.bk
+        s, valid = _scores(q, load_rows(k_ref, c0, g.Sk, g.bk), mask_ref, bias_ref, mask, bias,
+                           0, r0, c0, g)
+        ct_v = dot(ct, load_rows(v_ref, c0, g.Sk, g.bk), trans_b=True)
+        return total + (_probs(s, valid, lse, lse_lo) * ct_v).sum(-1)
+
+    total = lax.fori_loop(0, g.key_blocks(i), key_block, jnp.zeros((g.bq,), F32))
+    delta = total - load_row_values(ct_lse_ref, r0, g.Sq, g.bq)
+    store(delta_ref.at[ds(r0, g.bq)], delta, mask=iota(r0, g.bq) < g.Sq)
+
+
 def _dkdv_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
                  lse_ref: Any, lse_lo_ref: Any, ct_out_ref: Any, delta_ref: Any, dk_ref: Any,
                  dv_ref: Any, *, g: Geometry, mask: Pair, bias: Pair) -> None:
@@ -351,10 +381,10 @@ def _dkdv_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: An
         ct = load_rows(ct_out_ref, r0, g.Sq, g.bq, head)
         s, valid = _scores(q, k, mask_ref, bias_ref, mask, bias, head, r0, c0, g)
         p = _probs(s, valid, *_load_lse(lse_ref, lse_lo_ref, r0, g, head))
-        dv = dv + dot(p.astype(ct.dtype).T, ct)
+        dv = dv + split_dot(p, ct, trans_a=True)
         delta = load_row_values(delta_ref, r0, g.Sq, g.bq, head)
         ds_ = p * (dot(ct, v, trans_b=True) - delta[:, None])
-        return dk + dot(ds_.astype(q.dtype).T, q), dv
+        return dk + split_dot(ds_, q, trans_a=True), dv
 
     def query_head(head: Any, carry: tuple[Array, Array]) -> tuple[Array, Array]:
         return lax.fori_loop(g.first_query_block(j), g.nq, partial(query_block, head), carry)
@@ -397,7 +427,7 @@ def _dq_kernel(q_ref: Any, k_ref: Any, v_ref: Any, mask_ref: Any, bias_ref: Any,
             store_dbias(c0, ds_ if bias.rows else ds_.sum(0, keepdims=True))
         else:
             db = db + ds_.sum(-1)
-        return dq + dot(ds_.astype(k.dtype), k), db
+        return dq + split_dot(ds_, k), db
 
     init = (jnp.zeros((g.bq, g.D), F32), jnp.zeros((g.bq,), F32))
     seen = g.key_blocks(i)
@@ -499,8 +529,15 @@ def backward(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array,
     mask8 = mask.astype(jnp.int8)
     pm, pb = Pair.of(mask), Pair.of(bias)
     qs, kvs, rows = _seq_spec(q, g), _seq_spec(k, g, kv=True), _row_spec(Sq)
-    (delta,) = _call(partial(_delta_kernel, g=g), "attention_delta", g, (g.nq, B, H),
-                     [qs, qs, rows], [(rows, lse.shape, F32)], interpret)(out, ct_out, ct_lse)
+    if rounded_below_acc(out.dtype):        # out = sum_j p v in float32, not the rounded out
+        (delta,) = _call(
+            partial(_delta_of_probs_kernel, g=g, mask=pm, bias=pb), "attention_delta", g,
+            (g.nq, B, H), [qs, kvs, kvs, _pair_spec(pm, mask, 1), _pair_spec(pb, bias, 1), rows,
+                           rows, qs, rows], [(rows, lse.shape, F32)],
+            interpret)(q, k, v, mask8, bias, lse, lse_lo, ct_out, ct_lse)
+    else:
+        (delta,) = _call(partial(_delta_kernel, g=g), "attention_delta", g, (g.nq, B, H),
+                         [qs, qs, rows], [(rows, lse.shape, F32)], interpret)(out, ct_out, ct_lse)
 
     group, group_rows, own_kv = _seq_spec(q, g, heads=g.G), _row_spec(Sq, g.G), _seq_spec(k, g)
     dk, dv = _call(

@@ -27,8 +27,9 @@ differentiate (``cross_entropy``'s at ``h @ w``, which makes the logits): it
 never makes the ``[tokens, vocab]`` logits of ``h @ w``. The forward and the
 tangent map run an online log-sum-exp over vocabulary chunks of ``w`` for
 each block of tokens (with ``_fused``'s ``finite_or_zero`` shift and
-``lse_parts``); the backward loops over vocabulary chunks (each chunk of
-``dw`` written once) and, inside, over token blocks (``dh`` accumulated). No
+``lse_parts``); the backward, and its tangent (``flce_vjp_jvp``: the
+Hessian-vector products), loop over vocabulary chunks (each chunk of ``dw``
+written once) and, inside, over token blocks (``dh`` accumulated). No
 array larger than one ``[token block, vocab chunk]`` block is made. The block
 sizes come in the ``implementation`` param (``blocks=Blocks(tokens,
 vocab)``). Leading batch axes (from ``vmap``) are mapped over.
@@ -95,14 +96,30 @@ def dlogits_block(p: Array, lse: Array, labels: Array, v0: Any, vocab: int, g_lo
                       z_loss=z_loss)
 
 
-def _row_probs(x: Array, lse: Array, lse_lo: Array) -> Array:
-    """``exp((x - lse) - lse_lo)``, written as ``exp(x - shift) exp((shift -
-    lse) - lse_lo)`` with the forward's shift (``_fused.max_shift``, as in its
-    ``shifted_exp``): under jit, XLA then computes ``exp(x - shift)`` once for
-    the forward's log-sum-exp and this map, one exponential per logit instead
-    of two."""
+def dlogits_tangent_block(p: Array, tx: Array, lse: Array, labels: Array, vocab: int,
+                          g_loss: Array, g_lse: Array, t_lse: Array, t_lse_lo: Array, *,
+                          ignore_index: int, z_loss: float) -> Array:
+    """The tangent of ``dlogits_block`` (``g_loss``, ``g_lse`` held) along the
+    logits' tangent ``tx`` and ``t_lse``, ``t_lse_lo``: with ``dp = p (tx -
+    t_lse - t_lse_lo)``, ``dp (c (1 + 2 z lse) + g_lse) + 2 z c t_lse p``
+    (``c`` the masked ``g_loss``); the one-hot and smoothing terms are
+    constant."""
+    c = masked(g_loss, labels, vocab, ignore_index)
+    r = (c * (1 + 2 * z_loss * lse) if z_loss else c) + g_lse
+    u = r[..., None] * (tx - (t_lse + t_lse_lo)[..., None])
+    if z_loss:
+        u = u + (2 * z_loss * c * t_lse)[..., None]
+    return p * u
+
+
+def _shifted_probs(x: Array, lse: Array, lse_lo: Array) -> tuple[Array, Array]:
+    """``(e, q)`` with ``e q = exp((x - lse) - lse_lo)``: ``e = exp(x -
+    shift)`` with the forward's shift (``_fused.max_shift``, as in its
+    ``shifted_exp``) and the per-row ``q = exp((shift - lse) - lse_lo)``.
+    Under jit, XLA then computes ``exp(x - shift)`` once for the forward's
+    log-sum-exp and this map, one exponential per logit instead of two."""
     shift = max_shift(x, -1)
-    return jnp.exp(x - shift) * probs(shift, lse[..., None], lse_lo[..., None])
+    return jnp.exp(x - shift), probs(shift, lse[..., None], lse_lo[..., None])
 
 
 def _pick(x: Array, labels: Array) -> Array:
@@ -124,13 +141,29 @@ def ce_forward(logits: Array, labels: Array, *, ignore_index: int, label_smoothi
     return [loss, lse, lse_lo]
 
 
+def _add_at_label(d: Array, labels: Array, u: Array) -> Array:
+    """``d[..., label] += u`` per token: a scatter-add of one entry per token
+    (a bad label adds at a clipped index; its token is NaN-masked), as in the
+    transpose of the reference's ``take_along_axis``, never a ``[..., V]``
+    one-hot."""
+    rows = math.prod(d.shape[:-1])
+    flat = d.reshape((rows, d.shape[-1]))
+    idx = jnp.clip(labels, 0, d.shape[-1] - 1).reshape((rows,))
+    flat = flat.at[jnp.arange(rows), idx].add(u.reshape((rows,)).astype(d.dtype),
+                                               mode="promise_in_bounds")
+    return flat.reshape(d.shape)
+
+
 # The backward is deliberately jax.numpy rather than the gradrules-op
 # composition loss.cross_entropy_cotangent (the same maths, which its JVP rule
-# differentiates): ``_row_probs`` shares ``exp(x - shift)`` with the forward's
-# log-sum-exp, so jit(grad) of cross_entropy takes one exponential per logit,
-# not two. Measured at [4096, 32768] float32 on the CPU against the
-# composition: the same flops and temp memory, 1.5x the bytes but half the
-# transcendentals, ~25% less time. The composition cannot share it: with the
+# differentiates), in the form of the reference's backward: ``_shifted_probs``
+# shares ``exp(x - shift)`` with the forward's log-sum-exp (one exponential
+# per logit, not two), the per-token factors multiply the logit once, and the
+# label's entry is a scatter-add of one value per token. At [4096, 32000]
+# float32, jit(grad) then has the reference's FLOPs and bytes (XLA's cost
+# analysis: 4 FLOPs per logit, where an iota-compare one-hot, a separate
+# ``g_lse p`` term and the cotangent's factors applied per logit took 10).
+# The composition cannot share the exponential: with the
 # shift written in gradrules ops (a ``max``) its derivatives go through max's
 # tie-splitting derivative, and Hessian-vector products take twice as long.
 # For the tangent map the sharing costs more than it saves (it holds the
@@ -139,11 +172,21 @@ def ce_forward(logits: Array, labels: Array, *, ignore_index: int, label_smoothi
 # loss.cross_entropy_tangent.
 def ce_vjp(logits: Array, labels: Array, lse: Array, lse_lo: Array, g_loss: Array,
            g_lse: Array, *, ignore_index: int, label_smoothing: float, z_loss: float) -> Array:
+    """``ce_dlogits`` regrouped per token, as the reference's backward: ``dx
+    = e (q r) - c eps / V``, then ``- (1 - eps) c`` scattered at the label,
+    with ``e = exp(x - shift)`` (the forward's, ``_shifted_probs``), ``q =
+    exp((shift - lse) - lse_lo)``, ``c`` the masked ``g_loss`` and ``r = c
+    (1 + 2 z lse) + g_lse``: one multiply per logit (two with label
+    smoothing)."""
     x = upcast(logits)
-    d = dlogits_block(_row_probs(x, lse, lse_lo), lse, labels, 0, x.shape[-1], g_loss, g_lse,
-                      ignore_index=ignore_index, label_smoothing=label_smoothing,
-                      z_loss=z_loss)
-    return d.astype(logits.dtype)
+    vocab = x.shape[-1]
+    c = masked(g_loss, labels, vocab, ignore_index)
+    r = (c * (1 + 2 * z_loss * lse) if z_loss else c) + g_lse
+    e, q = _shifted_probs(x, lse, lse_lo)
+    d = e * (q * r[..., None])
+    if label_smoothing:
+        d = d - (c * (label_smoothing / vocab))[..., None]
+    return _add_at_label(d, labels, -(1 - label_smoothing) * c).astype(logits.dtype)
 
 
 # ------------------------------------------------- fused_linear_cross_entropy
@@ -277,6 +320,49 @@ def _flce_vjp_2d(h: Array, w: Array, labels: Array, lse: Array, lse_lo: Array, g
     return [dh[:tokens].astype(h.dtype), dw]
 
 
+def _flce_vjp_jvp_2d(h: Array, w: Array, labels: Array, lse: Array, lse_lo: Array,
+                     g_loss: Array, g_lse: Array, th: Array, tw: Array, t_lse: Array,
+                     t_lse_lo: Array, *, blocks: Blocks, ignore_index: int,
+                     label_smoothing: float, z_loss: float) -> list[Array]:
+    """The backward's tangent, blockwise as ``_flce_vjp_2d``: per block of
+    logits ``x = h w`` (tangent ``tx = th w + h tw``), their cotangent ``d``
+    and its tangent ``dd`` (``dlogits_tangent_block``) give ``dh += dd w^T +
+    d tw^T`` and ``dw += h^T dd + th^T d``."""
+    acc = acc_dtype(h.dtype)
+    tokens, vocab = h.shape[0], w.shape[1]
+    tc = blocks.tokens
+    nb = -(-tokens // tc)
+    padded = [pad_axis(a, 0, nb * tc)    # padded rows: g = 0, so d = dd = 0
+              for a in (h, th, labels, lse, lse_lo, g_loss, g_lse, t_lse, t_lse_lo)]
+    kw = dict(ignore_index=ignore_index)
+
+    def chunk(c: Any, w_c: list[Array], v0: Any) -> Any:
+        dh, dw = c
+
+        def token_block(k: Any, cc: Any) -> Any:
+            dh, dw_c = cc
+            hb, thb, lb, lseb, lob, gb, gsb, tlb, tlob = (
+                lax.dynamic_slice_in_dim(a, k * tc, tc) for a in padded)
+            p = probs(_dot(hb, w_c[0], acc), lseb[:, None], lob[:, None])
+            tx = _dot(thb, w_c[0], acc) + _dot(hb, w_c[1], acc)
+            d = dlogits_block(p, lseb, lb, v0, vocab, gb, gsb, label_smoothing=label_smoothing,
+                              z_loss=z_loss, **kw)
+            dd = dlogits_tangent_block(p, tx, lseb, lb, vocab, gb, gsb, tlb, tlob,
+                                       z_loss=z_loss, **kw)
+            dhb = (lax.dynamic_slice_in_dim(dh, k * tc, tc) + _dot(dd, w_c[0], acc, (1, 1))
+                   + _dot(d, w_c[1], acc, (1, 1)))
+            dh = lax.dynamic_update_slice_in_dim(dh, dhb, k * tc, 0)
+            return dh, dw_c + _dot(hb, dd, acc, (0, 0)) + _dot(thb, d, acc, (0, 0))
+
+        dh, dw_c = lax.fori_loop(0, nb, token_block,
+                                 (dh, jnp.zeros((h.shape[1], w_c[0].shape[1]), acc)))
+        return dh, lax.dynamic_update_slice_in_dim(dw, dw_c.astype(w.dtype), v0, 1)
+
+    dh, dw = _vocab_chunks([w, tw], blocks.vocab, chunk,
+                           (jnp.zeros(padded[0].shape, acc), jnp.zeros(w.shape, w.dtype)))
+    return [dh[:tokens].astype(h.dtype), dw]
+
+
 def sized_blocks(blocks: Blocks | None, h: Array, w: Array) -> Blocks:
     """``blocks``, or (an ``implementation`` param without block sizes) the
     defaults capped at this call's tokens and vocabulary."""
@@ -304,6 +390,14 @@ def flce_vjp(h: Array, w: Array, labels: Array, lse: Array, lse_lo: Array, g_los
     blocks = sized_blocks(blocks, h, w)
     return _over_batch(lambda *a: _flce_vjp_2d(*a, blocks=blocks, **params), h.ndim - 2)(
         h, w, labels, lse, lse_lo, g_loss, g_lse)
+
+
+def flce_vjp_jvp(h: Array, w: Array, labels: Array, lse: Array, lse_lo: Array, g_loss: Array,
+                 g_lse: Array, th: Array, tw: Array, t_lse: Array, t_lse_lo: Array, *,
+                 blocks: Blocks | None, **params: Any) -> list[Array]:
+    blocks = sized_blocks(blocks, h, w)
+    return _over_batch(lambda *a: _flce_vjp_jvp_2d(*a, blocks=blocks, **params), h.ndim - 2)(
+        h, w, labels, lse, lse_lo, g_loss, g_lse, th, tw, t_lse, t_lse_lo)
 
 
 def sce_forward(logits: Array, labels: Array) -> Array:

@@ -18,7 +18,14 @@ params are ``causal`` and ``scale``:
 * ``attention_jvp_p(q, k, v, mask, bias, out, lse, lse_lo, tq, tk, tv, tbias)
   -> (t_out, t_lse)``: the tangent map, linear in ``tq, tk, tv, tbias``;
 * ``attention_vjp_p(q, k, v, mask, bias, out, lse, lse_lo, ct_out, ct_lse)
-  -> (dq, dk, dv, dbias)``: its transpose, the fused backward.
+  -> (dq, dk, dv, dbias)``: its transpose, the fused backward;
+* ``attention_vjp_jvp_p(q, k, v, mask, bias, out, lse, lse_lo, ct_out,
+  ct_lse, tq, tk, tv, tbias, t_out, t_lse) -> (t_dq, t_dk, t_dv, t_dbias)``:
+  the backward's tangent along those of its operands at fixed cotangents,
+  linear in them: the second-order path (a Hessian-vector product), lowered
+  blockwise with causal block skipping by ``_attention_xla.backward_jvp``; no
+  Pallas kernel (the rules bind it with ``kernel="xla"`` when the call asks
+  for one), and not one of the op's three primitives in the manifest.
 
 ``mask`` and ``bias`` are always operands, of rank 4 and broadcastable to
 ``[B, H, Sq, Sk]``; the public function passes a ``(1, 1, 1, 1)`` True mask
@@ -126,13 +133,19 @@ def _attention_jvp_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any, out:
                               lse: Any, lse_lo: Any, tq: Any, tk: Any, tv: Any, tbias: Any,
                               **params: Any) -> list[ShapedArray]:
     avals = _residuals(q, k, v, mask, bias, out, lse, lse_lo)[:2]
-    for name, t, x in (("tq", tq, q), ("tk", tk, k), ("tv", tv, v)):
+    _tangents((("tq", tq, q), ("tk", tk, k), ("tv", tv, v)), tbias, bias)
+    return avals
+
+
+def _tangents(named: tuple[tuple[str, Any, Any], ...], tbias: Any, bias: Any) -> None:
+    """Each ``(name, tangent, primal)`` of the same aval; ``tbias`` of the
+    dtype of ``bias``, broadcasting to it."""
+    for name, t, x in named:
         _same(name, t, x)
     if tbias.dtype != bias.dtype or len(tbias.shape) != 4 or any(
             d not in (1, b) for d, b in zip(tbias.shape, bias.shape)):
         raise ValueError(f"{op_name(_OP)}: tangent tbias {tbias.dtype}{list(tbias.shape)} "
                          f"must broadcast to bias {bias.dtype}{list(bias.shape)}")
-    return avals
 
 
 def _attention_vjp_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any,
@@ -142,6 +155,16 @@ def _attention_vjp_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any, out:
     _same("ct_out", ct_out, avals[0])
     _same("ct_lse", ct_lse, avals[1])
     return [ShapedArray(x.shape, x.dtype) for x in (q, k, v, bias)]
+
+
+def _attention_vjp_jvp_infer_meta(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any,
+                                  lse: Any, lse_lo: Any, ct_out: Any, ct_lse: Any, tq: Any,
+                                  tk: Any, tv: Any, tbias: Any, t_out: Any, t_lse: Any,
+                                  **params: Any) -> list[ShapedArray]:
+    avals = _attention_vjp_infer_meta(q, k, v, mask, bias, out, lse, lse_lo, ct_out, ct_lse)
+    _tangents((("tq", tq, q), ("tk", tk, k), ("tv", tv, v), ("t_out", t_out, out),
+               ("t_lse", t_lse, lse)), tbias, bias)
+    return avals
 
 
 attention_p = define_primitive(
@@ -158,6 +181,12 @@ attention_vjp_p = define_primitive(
     params=PARAMS, multiple_results=True, infer_meta=_attention_vjp_infer_meta,
     implementations={"xla": xla.backward, "pallas": kernels.backward,
                      "supports": kernels.supports})
+attention_vjp_jvp_p = define_primitive(
+    "attention_vjp_jvp", family=FAMILY,
+    operands=OPERANDS + RESIDUALS + ("ct_out", "ct_lse", "tq", "tk", "tv", "tbias", "t_out",
+                                     "t_lse"),
+    params=PARAMS, multiple_results=True, infer_meta=_attention_vjp_jvp_infer_meta,
+    implementations={"xla": xla.backward_jvp})
 
 
 # ------------------------------------------------------ public function
@@ -242,7 +271,9 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
     (``attention_jvp_p``); its transpose, with ``g_ij = p_ij (ct_i . v_j -
     ct_i . out_i)``, gives ``dq_i = scale sum_j g_ij k_j``, ``dk_j = scale
     sum_i g_ij q_i``, ``dv_j = sum_i p_ij ct_i``, ``dbias_ij = g_ij``
-    (``attention_vjp_p``). Higher orders come from the JVP rules of those two.
+    (``attention_vjp_p``). The JVP of that backward (a Hessian-vector
+    product) is ``attention_vjp_jvp_p``, blockwise too; higher orders come
+    from the JVP rules of those three.
     """
     for name, x in (("q", q), ("k", k), ("v", v)):
         if np.ndim(as_array(_OP, name, x)) != 4:
@@ -301,7 +332,8 @@ def attention_reference(q: Array, k: Array, v: Array, *, causal: bool = False,
 
 
 register_op(OpDef(name="attention", family=FAMILY, fn=attention,
-                  primitives=(attention_p, attention_jvp_p, attention_vjp_p),
+                  primitives=(attention_p, attention_jvp_p, attention_vjp_p,
+                              attention_vjp_jvp_p),
                   reference=attention_reference, operands=("q", "k", "v")))
 
 
@@ -380,6 +412,7 @@ def _dot_product_attention_reference(query: Array, key: Array, value: Array,
 
 
 register_op(OpDef(name=_DPA, family=FAMILY, fn=dot_product_attention,
-                  primitives=(attention_p, attention_jvp_p, attention_vjp_p),
+                  primitives=(attention_p, attention_jvp_p, attention_vjp_p,
+                              attention_vjp_jvp_p),
                   reference=_dot_product_attention_reference,
                   operands=("query", "key", "value", "bias")))

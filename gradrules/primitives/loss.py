@@ -148,20 +148,22 @@ def cross_entropy_cotangent(logits: Any, labels: Any, lse: Any, lse_lo: Any, g_l
                             z_loss: float) -> Any:
     """cross_entropy's backward, the transpose of the tangent map: the logits'
     cotangent ``g_loss (p (1 + 2 z lse) - (1 - eps) onehot(label) - eps / V) +
-    g_lse p`` (``g_loss`` masked as the loss), computed in the dtype of
-    ``lse`` and returned in the logits' dtype. The backward's XLA lowering is
-    the same maths in jax.numpy, ``_loss_xla.ce_vjp`` (faster; see there)."""
+    g_lse p`` (``g_loss`` masked as the loss), grouped per token as ``p r -
+    c ((1 - eps) onehot(label) + eps / V)`` with ``c`` the masked ``g_loss``
+    and ``r = c (1 + 2 z lse) + g_lse`` (one multiply per logit, and one in
+    its JVP, ``dp r``), computed in the dtype of ``lse`` and returned in the
+    logits' dtype. The backward's XLA lowering is the same maths in
+    jax.numpy, ``_loss_xla.ce_vjp`` (faster; see there)."""
     dtype, acc = aval_of(logits).dtype, aval_of(lse).dtype
     classes = aval_of(logits).shape[-1]
-    p = token_probs(cast(logits, acc), lse, lse_lo)
-    scaled = multiply(p, expand_dims(add(multiply(lse, 2 * z_loss), 1.0), axis=-1)) \
-        if z_loss else p
-    d = subtract(scaled, multiply(one_hot(labels, classes, acc, ignore_index),
-                                  1 - label_smoothing))
+    c = mask_tokens(g_loss, labels, classes, ignore_index)
+    r = add(multiply(c, add(multiply(lse, 2 * z_loss), 1.0)) if z_loss else c, g_lse)
+    d = multiply(token_probs(cast(logits, acc), lse, lse_lo), expand_dims(r, axis=-1))
+    hot = one_hot(labels, classes, acc, ignore_index)
+    d = subtract(d, multiply(hot, expand_dims(multiply(c, 1 - label_smoothing), axis=-1)))
     if label_smoothing:
-        d = subtract(d, label_smoothing / classes)
-    c = expand_dims(mask_tokens(g_loss, labels, classes, ignore_index), axis=-1)
-    return cast(add(multiply(c, d), multiply(expand_dims(g_lse, axis=-1), p)), dtype)
+        d = subtract(d, expand_dims(multiply(c, label_smoothing / classes), axis=-1))
+    return cast(d, dtype)
 
 
 cross_entropy_p = define_primitive(
@@ -321,6 +323,29 @@ fused_linear_cross_entropy_vjp_p = define_primitive(
     multiple_results=True)
 
 
+def _flce_vjp_jvp_meta(h: Any, w: Any, labels: Any, lse: Any, lse_lo: Any, g_loss: Any,
+                       g_lse: Any, th: Any, tw: Any, t_lse: Any, t_lse_lo: Any,
+                       **params: Any) -> tuple[ShapedArray, ShapedArray]:
+    op = "fused_linear_cross_entropy_vjp_jvp"
+    out = _flce_vjp_meta(h, w, labels, lse, lse_lo, g_loss, g_lse)
+    check_like(op, "th", th, h.shape, h.dtype)
+    check_like(op, "tw", tw, w.shape, w.dtype)
+    _like_tokens(op, _flce_meta(h, w, labels)[0], t_lse=t_lse, t_lse_lo=t_lse_lo)
+    return out
+
+
+# The backward's tangent along h, w, lse and lse_lo (g_loss, g_lse held),
+# which the backward's JVP rule binds (second derivatives: Hessian-vector
+# products): blockwise (``_loss_xla.flce_vjp_jvp``), where the JVP of the
+# composition ``rules.loss._flce_cotangent`` would make the [tokens, vocab]
+# logits. The op's fourth primitive, after the forward, tangent map and backward.
+fused_linear_cross_entropy_vjp_jvp_p = define_primitive(
+    "fused_linear_cross_entropy_vjp_jvp", family=FAMILY,
+    operands=("h", "w", "labels", "lse", "lse_lo", "g_loss", "g_lse", "th", "tw", "t_lse",
+              "t_lse_lo"), params=CE_PARAMS, infer_meta=_flce_vjp_jvp_meta,
+    implementations={"xla": xla.flce_vjp_jvp}, multiple_results=True)
+
+
 def fused_linear_cross_entropy(h: ArrayLike, w: ArrayLike, labels: ArrayLike, *,
                                ignore_index: int = -100, label_smoothing: float = 0.0,
                                z_loss: float = 0.0, reduction: str = "mean") -> Array:
@@ -382,7 +407,8 @@ def _fused_linearcross_entropy_reference(h: ArrayLike, w: ArrayLike, labels: Arr
 register_op(OpDef(name="fused_linear_cross_entropy", family=FAMILY,
                   fn=fused_linear_cross_entropy,
                   primitives=(fused_linear_cross_entropy_p, fused_linear_cross_entropy_jvp_p,
-                              fused_linear_cross_entropy_vjp_p),
+                              fused_linear_cross_entropy_vjp_p,
+                              fused_linear_cross_entropy_vjp_jvp_p),
                   reference=_fused_linearcross_entropy_reference,
                   operands=("h", "w", "labels"), nondiff=("labels",)))
 

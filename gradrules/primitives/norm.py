@@ -8,11 +8,11 @@ keeps an all-zero input finite in value and every derivative. At the
 primitive level the affine operands (weight, gamma, bias) may have any shape
 that broadcasts against x with the normalised axis last (for batching).
 
-The tangent maps and backwards of rms_norm and layer_norm are written once,
-in gradrules ops (``rms_norm_tangent``, ``rms_norm_cotangent``,
-``layer_norm_tangent``, ``layer_norm_cotangent``; ``row_stat_tangents`` for
-the statistics): their XLA lowerings and what their JVP rules differentiate,
-as ``group_norm_composition`` and ``batch_norm_composition`` are for those.
+The tangent maps and backwards of rms_norm and layer_norm are written once, in
+gradrules ops (``rms_norm_tangent``, ``rms_norm_cotangent``,
+``layer_norm_tangent``, ``layer_norm_cotangent``; ``row_stat_tangents`` for the
+statistics): their XLA lowerings and what their JVP rules differentiate, as
+``group_norm_composition`` and ``batch_norm_composition`` are for those.
 """
 
 from __future__ import annotations
@@ -106,15 +106,26 @@ def _promote_all(op: str, named: dict[str, Any]) -> list[Any]:
 
 
 # ------------------------------------------- helpers in gradrules ops
-def _row_mean(x: Any) -> Any:
-    return gr_mean(x, axis=-1, keepdims=True)
+_row_mean = partial(gr_mean, axis=-1, keepdims=True)
 
 
-def _normalized_tangent(xhat: Any, r: Any, t: Any, centered: bool) -> Any:
-    """``r (t - [mean(t)] - xhat mean(xhat t))``: the tangent of ``xhat``
-    (``mean(t)`` where ``centered``, layer_norm's)."""
+def _centered(x: Any, mean: Any, rstd: Any) -> tuple[Any, Any, Any]:
+    """(x - mean in the accumulation dtype (x itself where ``mean`` is None:
+    rms_norm's), rstd with a kept axis, xhat)."""
+    xc = cast(x, aval_of(rstd).dtype)
+    xc = xc if mean is None else subtract(xc, expand_dims(mean, axis=-1))
+    r = expand_dims(rstd, axis=-1)
+    return xc, r, multiply(xc, r)
+
+
+def _normalized_tangent(xc: Any, r: Any, t: Any, centered: bool) -> Any:
+    """``r (t - [mean(t)] - xc r (r mean(xc t)))`` = ``r (t - [mean(t)] - xhat
+    mean(xhat t))``, ``xhat = xc r``: the tangent of ``xhat`` (``mean(t)`` where
+    ``centered``, layer_norm's). In xc and per-row factors (no ``r**2`` that
+    overflows for a tiny eps), so that XLA writes out no full-size xhat."""
     inner = subtract(t, _row_mean(t)) if centered else t
-    return multiply(r, subtract(inner, multiply(xhat, _row_mean(multiply(xhat, t)))))
+    scaled = multiply(r, multiply(r, _row_mean(multiply(xc, t))))
+    return multiply(r, subtract(inner, multiply(xc, scaled)))
 
 
 def _rstd_tangent(xc: Any, rstd: Any, t: Any) -> Any:
@@ -166,9 +177,8 @@ def rms_norm_tangent(x: Any, gamma: Any, rstd: Any, tx: Any, tgamma: Any, *, eps
     """``rstd (t - xhat mean(xhat t)) (gamma + offset) + xhat t_gamma``, ``xhat
     = x rstd``, in float32 for 16-bit input: rms_norm's tangent map."""
     acc = aval_of(rstd).dtype
-    r = expand_dims(rstd, axis=-1)
-    xhat = multiply(cast(x, acc), r)
-    t_xhat = _normalized_tangent(xhat, r, cast(tx, acc), centered=False)
+    xf, r, xhat = _centered(x, None, rstd)
+    t_xhat = _normalized_tangent(xf, r, cast(tx, acc), centered=False)
     out = add(multiply(t_xhat, _rms_scale(gamma, acc, weight_offset)),
               multiply(xhat, cast(tgamma, acc)))
     return cast(out, aval_of(x).dtype)
@@ -180,10 +190,9 @@ def rms_norm_cotangent(x: Any, gamma: Any, rstd: Any, g: Any, *, eps: float,
     offset)``, ``dgamma = sum(g xhat)`` over the tokens: the transpose of the
     tangent map, rms_norm's backward."""
     acc = aval_of(rstd).dtype
-    r = expand_dims(rstd, axis=-1)
-    xhat, gf = multiply(cast(x, acc), r), cast(g, acc)
+    (xf, r, xhat), gf = _centered(x, None, rstd), cast(g, acc)
     gw = multiply(gf, _rms_scale(gamma, acc, weight_offset))
-    dx = _normalized_tangent(xhat, r, gw, centered=False)
+    dx = _normalized_tangent(xf, r, gw, centered=False)
     dgamma = unbroadcast(multiply(gf, xhat), aval_of(gamma))
     return cast(dx, aval_of(x).dtype), cast(dgamma, aval_of(gamma).dtype)
 
@@ -284,22 +293,14 @@ def _layer_norm_impl(x: Array, weight: Array, bias: Array, *, eps: float) -> lis
     return [out.astype(x.dtype), mean[..., 0], rstd[..., 0]]
 
 
-def _centered(x: Any, mean: Any, rstd: Any) -> tuple[Any, Any, Any]:
-    """(x - mean in the accumulation dtype, rstd with a kept axis, xhat)."""
-    acc = aval_of(rstd).dtype
-    xc = subtract(cast(x, acc), expand_dims(mean, axis=-1))
-    r = expand_dims(rstd, axis=-1)
-    return xc, r, multiply(xc, r)
-
-
 def layer_norm_tangent(x: Any, weight: Any, mean: Any, rstd: Any, tx: Any, tw: Any, tb: Any,
                        *, eps: float) -> Any:
     """``rstd (t - mean(t) - xhat mean(xhat t)) weight + xhat t_w + t_b``,
     ``xhat = (x - mean) rstd``, in float32 for 16-bit input: layer_norm's
     tangent map."""
     acc = aval_of(rstd).dtype
-    _, r, xhat = _centered(x, mean, rstd)
-    t_xhat = _normalized_tangent(xhat, r, cast(tx, acc), centered=True)
+    xc, r, xhat = _centered(x, mean, rstd)
+    t_xhat = _normalized_tangent(xc, r, cast(tx, acc), centered=True)
     out = add(add(multiply(t_xhat, cast(weight, acc)), multiply(xhat, cast(tw, acc))),
               cast(tb, acc))
     return cast(out, aval_of(x).dtype)
@@ -311,9 +312,9 @@ def layer_norm_cotangent(x: Any, weight: Any, mean: Any, rstd: Any, g: Any, *, e
     weight``, ``dweight = sum(g xhat)``, ``dbias = sum(g)`` over the tokens:
     the transpose of the tangent map, layer_norm's backward."""
     acc = aval_of(rstd).dtype
-    _, r, xhat = _centered(x, mean, rstd)
+    xc, r, xhat = _centered(x, mean, rstd)
     gf = cast(g, acc)
-    dx = _normalized_tangent(xhat, r, multiply(gf, cast(weight, acc)), centered=True)
+    dx = _normalized_tangent(xc, r, multiply(gf, cast(weight, acc)), centered=True)
     w = aval_of(weight)
     return (cast(dx, aval_of(x).dtype), cast(unbroadcast(multiply(gf, xhat), w), w.dtype),
             cast(unbroadcast(gf, w), w.dtype))
@@ -324,9 +325,8 @@ def row_stat_tangents(x: Any, stats: Sequence[Any], tx: Any) -> list[Any]:
     gradrules ops: for ``(rstd,)`` (rms_norm) ``-rstd**3 mean(x t)``; for
     ``(mean, rstd)`` (layer_norm) ``mean(t)`` and ``-rstd**3 mean((x - mean) t)``."""
     *mean, rstd = stats
-    acc = aval_of(rstd).dtype
-    t = cast(tx, acc)
-    xc = _centered(x, mean[0], rstd)[0] if mean else cast(x, acc)
+    t = cast(tx, aval_of(rstd).dtype)
+    xc = _centered(x, mean[0] if mean else None, rstd)[0]
     return [*(gr_mean(t, axis=-1) for _ in mean), _rstd_tangent(xc, rstd, t)]
 
 

@@ -528,7 +528,8 @@ computed with the maximum subtracted (-inf over a size-0 axis; over the
 entries ``where`` selects, -inf where it selects none).
 
 d out / d x_i = exp(x_i - m) / sum_j exp(x_j - m), m the maximum (the
-softmax, normalised by the maximum rather than by the rounded output). 16-bit
+softmax, normalised by the maximum rather than by the rounded output; the
+rule shifts by floor(m), whose derivative is zero: any shift cancels). 16-bit
 input is computed in float32. A slice that is all -inf gives -inf with
 derivative 0 (not NaN), at every order.""")
 register_op(OpDef(name="logsumexp", family=FAMILY, fn=logsumexp, primitives=(logsumexp_p,),

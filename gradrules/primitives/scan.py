@@ -235,14 +235,18 @@ register_op(OpDef(name="cummax", family=FAMILY, fn=cummax, primitives=(cummax_p,
 
 
 # ----------------------------------------------------------- logcumsumexp
+def _logaddexp_combine(first: Elems, then: Elems) -> Elems:
+    return (jnp.logaddexp(first[0], then[0]),)
+
+
 def _logcumsumexp_impl(x: Array, *, axis: int, reverse: bool) -> Array:
-    """An associative scan of logaddexp, in float32 for 16-bit input (cast at
-    the end): lax.cumlogsumexp lowers to a reduce_window on the CPU, O(n) work
-    per element (20x slower at n = 1448)."""
-    if x.shape[axis] == 0:
-        return x
-    return lax.associative_scan(jnp.logaddexp, upcast(x), reverse=reverse,
-                                axis=axis).astype(x.dtype)
+    """The ``blocked_scan`` of logaddexp (identity -inf), in float32 for
+    16-bit input (cast at the end): lax.cumlogsumexp lowers to a reduce_window
+    on the CPU, O(n) work per element (20x slower at n = 1448), and
+    lax.associative_scan makes 2 log2(n) strided passes (3x the bytes and
+    2.7x the FLOPs of the blocked scan at n = 1448)."""
+    (out,) = blocked_scan(_logaddexp_combine, (upcast(x),), (-np.inf,), axis, reverse=reverse)
+    return out.astype(x.dtype)
 
 
 logcumsumexp_p = define_primitive("logcumsumexp", family=FAMILY, operands=("x",),

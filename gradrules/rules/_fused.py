@@ -20,6 +20,9 @@ and by other primitives whose JVP is that of a reference composition.
   forward's operands and outputs, by name, and the moving tangents.
 * ``fused_map_rules``: the three rules of a tangent map or backward.
 * ``all_zero`` / ``zero_tangents``: for JVP rules.
+* ``linear_part(prim, primals, tangents, **params)``: the part of ``prim``'s
+  JVP that comes from the operands it is linear in, for a JVP rule that
+  takes the rest another way than ``composite_jvp``.
 """
 
 from __future__ import annotations
@@ -138,6 +141,20 @@ def forward_jvp(forward: Primitive, tangent_map: Primitive, moving: tuple[str, .
         t_outs += (rest(primals, outs, tangents) if rest is not None
                    else zero_tangents(outs[len(t_outs):]))
     return out, (t_outs if forward.multiple_results else t_outs[0])
+
+
+def linear_part(prim: Primitive, primals: Sequence[Any], tangents: Sequence[Tangent],
+                **params: Any) -> list[Any] | None:
+    """``prim`` bound on the tangents of the operands it is linear in (zeros
+    where symbolic) and on its other operands: the part of its JVP those
+    tangents give (by linearity); None when they are all symbolic zeros."""
+    info = PRIMITIVES[prim]
+    linear = set(info.positions(info.joint_linear(), len(primals)))
+    if all(is_zero(tangents[i]) for i in linear):
+        return None
+    args = [instantiate(tangents[i], p) if i in linear else p for i, p in enumerate(primals)]
+    part = prim.bind(*args, **params)
+    return list(part) if prim.multiple_results else [part]
 
 
 def all_zero(tangents: Sequence[Tangent]) -> bool:

@@ -9,13 +9,20 @@
   backward). Its JVP: the part linear in the tangents binds itself, the rest
   is the JVP of ``_tangent_map``, the same map written in gradrules ops.
 * ``attention_vjp_p``: linear in the cotangents ``ct_out, ct_lse``; its
-  transpose binds ``attention_jvp_p`` back, its JVP comes from
-  ``_backward_map`` (the linear transpose of ``_tangent_map``).
+  transpose binds ``attention_jvp_p`` back. Its JVP: the part linear in the
+  cotangents binds itself, the rest (the tangents of q, k, v, bias, out and
+  lse) binds ``attention_vjp_jvp_p``, so a Hessian-vector product runs
+  blockwise too.
+* ``attention_vjp_jvp_p``: linear in ``tq, tk, tv, tbias, t_out, t_lse``;
+  its value is ``_backward_jvp_map``, the JVP of ``_backward_map`` (the
+  linear transpose of ``_tangent_map``), whose JVP (third order) and linear
+  transpose give its own.
 
-``_tangent_map`` and ``_backward_map`` materialise the ``[B, H, Sq, Sk]``
-scores; the lowerings of the two primitives (``primitives/_attention_xla``)
-are deliberately separate, blockwise, jax.numpy code with the same maths, so
-that the first derivatives never hold more than a block of scores.
+``_tangent_map``, ``_backward_map`` and ``_backward_jvp_map`` materialise
+the ``[B, H, Sq, Sk]`` scores; the lowerings of the primitives
+(``primitives/_attention_xla``) are deliberately separate, blockwise,
+jax.numpy code with the same maths, so that the first and second
+derivatives never hold more than a block of scores.
 
 Batching folds the vmapped axis into the batch axis B and binds once.
 """
@@ -23,6 +30,7 @@ Batching folds the vmapped axis into the batch axis B and binds once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -38,17 +46,19 @@ from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR, PRIMITIVES
 from ..primitives._compose import cast, unbroadcast, zeros
 from ..primitives.arithmetic import add, multiply, subtract
-from ..primitives.attention import attention_jvp_p, attention_p, attention_vjp_p
+from ..primitives.attention import (attention_jvp_p, attention_p, attention_vjp_jvp_p,
+                                    attention_vjp_p)
 from ..primitives.compare import eq, where
 from ..primitives.linalg import einsum
 from ..primitives.reduction import sum_p
-from ..primitives.shape import broadcast_to_p, expand_dims, reshape, transpose
+from ..primitives.shape import broadcast_to, broadcast_to_p, expand_dims, reshape, transpose
 from ..primitives.unary import exp
-from ._common import batch_size, bdim_to_front, fold_batch, instantiate, unfold_batch
-from ._fused import all_zero, composite_jvp, fused_map_rules, transpose_to, zero_tangents
+from ._common import (add_tangents, batch_size, bdim_to_front, fold_batch, instantiate,
+                      unfold_batch)
+from ._fused import all_zero, composite_jvp, linear_part, transpose_to, zero_tangents
 
 
-# batching (all three) --------------------------------------------------------
+# batching (all four) ---------------------------------------------------------
 # mask, bias and tbias have a leading axis of 1 or B; every other operand's is B
 _PAIR_OPERANDS = ("mask", "bias", "tbias")
 
@@ -211,18 +221,94 @@ def _backward_map(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: A
     return list(jax.linear_transpose(tangent_map, *avals)((ct_out, ct_lse)))
 
 
-def _attention_vjp_batch(args: Sequence[Any], dims: Sequence[BatchDim],
+def _attention_vjp_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, causal: bool,
+                       scale: float, implementation: Implementation) -> JvpResult:
+    """``(dq, dk, dv, dbias)`` are linear in ``(ct_out, ct_lse)``, whose
+    tangents go through ``attention_vjp_p`` itself; those of ``q, k, v,
+    bias, out, lse`` through ``attention_vjp_jvp_p`` (``lse_lo`` enters only
+    ``p = exp((s - lse) - lse_lo)``, beside ``lse``: its tangent is added to
+    ``lse``'s; the mask takes none). A zero tbias is one broadcast entry."""
+    params = dict(causal=causal, scale=scale, implementation=implementation)
+    outs = attention_vjp_p.bind(*primals, **params)
+    t_outs = linear_part(attention_vjp_p, primals, tangents, **params)
+    q, k, v, _, bias, out, lse, _, _, _ = primals
+    tq, tk, tv, _, tbias, t_out, t_lse, t_lo, _, _ = tangents
+    t_lse = add_tangents(t_lse, t_lo)
+    if all_zero((tq, tk, tv, tbias, t_out, t_lse)):
+        return outs, t_outs if t_outs is not None else zero_tangents(outs)
+    if is_zero(tbias):
+        tbias = zeros((1, 1, 1, 1), aval_of(bias).dtype)
+    ts = [instantiate(t, x) for t, x in ((tq, q), (tk, k), (tv, v))]
+    ts += [tbias, instantiate(t_out, out), instantiate(t_lse, lse)]
+    part = attention_vjp_jvp_p.bind(*primals, *ts, causal=causal, scale=scale,
+                                    implementation=_xla_kernel(implementation))
+    return outs, part if t_outs is None else [add(a, b) for a, b in zip(t_outs, part)]
+
+
+def _xla_kernel(implementation: Implementation) -> Implementation:
+    """``attention_vjp_jvp_p`` has no Pallas kernel: a call that asks for
+    one (``"pallas"``, ``"interpret"``) runs its blockwise XLA lowering."""
+    if implementation.kernel in ("pallas", "interpret"):
+        return replace(implementation, kernel="xla")
+    return implementation
+
+
+def _attention_vjp_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim],
                          **params: Any) -> BatchResult:
     """As ``_attention_batch``, with the bias spread over the whole batch so that
-    dbias comes out per example, then summed back where the bias was shared."""
-    folded, n, batch = _fold_all(attention_vjp_p, args, dims, full_bias=True)
-    dq, dk, dv, dbias = (unfold_batch(o, n, batch) for o in attention_vjp_p.bind(*folded,
-                                                                                **params))
-    (at,) = PRIMITIVES[attention_vjp_p].positions(("bias",))
+    dbias (the last result) comes out per example, then summed back where the
+    bias was shared."""
+    folded, n, batch = _fold_all(prim, args, dims, full_bias=True)
+    *grads, dbias = (unfold_batch(o, n, batch) for o in prim.bind(*folded, **params))
+    (at,) = PRIMITIVES[prim].positions(("bias",))
     if np.shape(args[at])[1 if dims[at] == 0 else 0] == 1 and batch != 1:
         dbias = sum_p.bind(dbias, axes=(1,), keepdims=True)
-    return [dq, dk, dv, dbias], [0] * 4
+    return [*grads, dbias], [0] * (len(grads) + 1)
 
 
-register_rules(attention_vjp_p, linear=("ct_out", "ct_lse"), **fused_map_rules(
-    attention_vjp_p, attention_jvp_p, _backward_map, batch=_attention_vjp_batch))
+register_rules(attention_vjp_p, linear=("ct_out", "ct_lse"), jvp=_attention_vjp_jvp,
+               transpose=partial(transpose_to, attention_vjp_p, attention_jvp_p),
+               batch=partial(_attention_vjp_batch, attention_vjp_p))
+
+
+# attention_vjp_jvp_p: the backward's tangent (second order) --------------------
+def _backward_jvp_map(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: Any,
+                      lse_lo: Any, ct_out: Any, ct_lse: Any, tq: Any, tk: Any, tv: Any,
+                      tbias: Any, t_out: Any, t_lse: Any, *, causal: bool,
+                      scale: float) -> list[Any]:
+    """What attention_vjp_jvp_p computes: the JVP of ``_backward_map`` in
+    ``q, k, v, bias, out, lse`` along ``tq, tk, tv, tbias`` (broadcast to
+    the bias), ``t_out, t_lse`` (materialises the scores, unlike the
+    blockwise ``_attention_xla.backward_jvp``)."""
+    def backward(q: Any, k: Any, v: Any, bias: Any, out: Any, lse: Any) -> tuple[Any, ...]:
+        return tuple(_backward_map(q, k, v, mask, bias, out, lse, lse_lo, ct_out, ct_lse,
+                                   causal=causal, scale=scale))
+
+    ts = (tq, tk, tv, broadcast_to(tbias, np.shape(bias)), t_out, t_lse)
+    return list(jax.jvp(backward, (q, k, v, bias, out, lse), ts)[1])
+
+
+def _attention_vjp_jvp_transpose(ct: Cotangent, *operands: MaybeUndefined, causal: bool,
+                                 scale: float, implementation: Implementation) -> list[Any]:
+    """The linear transpose of ``_backward_jvp_map`` in its tangent operands
+    (a third-order path, dense: it materialises the scores); cotangents that
+    are symbolic zeros are instantiated."""
+    info = PRIMITIVES[attention_vjp_jvp_p]
+    at = info.positions(info.joint_linear())
+    fixed = [x for i, x in enumerate(operands) if i not in at]
+
+    def tangent_map(*ts: Any) -> tuple[Any, ...]:
+        return tuple(_backward_jvp_map(*fixed, *ts, causal=causal, scale=scale))
+
+    avals = [jax.ShapeDtypeStruct(aval_of(operands[i]).shape, aval_of(operands[i]).dtype)
+             for i in at]
+    cts = jax.linear_transpose(tangent_map, *avals)(tuple(instantiate(c, c) for c in ct))
+    results = dict(zip(at, cts))
+    return [results[i] if i in results and is_undefined_primal(x) else None
+            for i, x in enumerate(operands)]
+
+
+register_rules(attention_vjp_jvp_p, linear=("tq", "tk", "tv", "tbias", "t_out", "t_lse"),
+               jvp=partial(composite_jvp, attention_vjp_jvp_p, _backward_jvp_map),
+               transpose=_attention_vjp_jvp_transpose,
+               batch=partial(_attention_vjp_batch, attention_vjp_jvp_p))

@@ -31,6 +31,7 @@ from ..primitives.reduction import (logsumexp_p, max_p, mean_p, min_p, prod_p,
                                     reduced_size, std_p, sum_p, var_mean_p, var_p)
 from ..primitives.shape import broadcast_to_p, expand_dims_p, reshape_p, transpose_p
 from ..primitives.slicing import select_p, slice_p
+from ..primitives.rounding import floor
 from ..primitives.unary import exp
 from ._common import linear_jvp
 
@@ -264,28 +265,36 @@ def finite_max(x: Any, axes: tuple[int, ...]) -> Any:
     return where(eq(m, -np.inf), 0.0, m)
 
 
-def _softmax_weights(x: Any, axes: tuple[int, ...]) -> Any:
-    """``exp(x - m) / sum(exp(x - m))`` over ``axes`` (kept), m the maximum
-    (0 where every entry is -inf, whose weights are then 0): normalised by
-    the maximum, so no rounded log-sum-exp enters (a row of 3e38, a bf16 row
-    of -1e4). m cancels, so its derivatives contribute nothing."""
-    e = exp(subtract(x, finite_max(x, axes)))
-    total = sum_p.bind(e, axes=axes, keepdims=True)
-    return divide(e, where(gt(total, 0.0), total, 1.0))
+def detached_shift(x: Any, axes: tuple[int, ...]) -> Any:
+    """``floor(finite_max(x, axes))`` (kept): a shift s with ``s <= m < s +
+    1`` (``s = m`` once ``|m| >= 2**23`` in float32), m the finite maximum, so
+    that ``exp(x - s) < e`` cannot overflow and sums to at least 1 (0 where
+    every entry is -inf), and ``x - s`` is exact near the maximum (Sterbenz).
+    A shift cancels out of ``exp(x - s) / sum exp(x - s)``; floor's
+    derivative is a symbolic zero, so higher orders never differentiate the
+    maximum (max's tie-splitting) only to cancel it."""
+    return floor(finite_max(x, axes))
 
 
 def _logsumexp_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *,
                    axes: tuple[int, ...], keepdims: bool) -> JvpResult:
-    """t_out = sum(t * softmax(x)) over ``axes``, the weights in float32 for
-    16-bit input (``_softmax_weights``)."""
+    """t_out = sum(t e) / sum(e) over ``axes``, e = exp(x - s) with s the
+    ``detached_shift`` (the softmax's weights, normalised by the maximum, so
+    no rounded log-sum-exp enters: a row of 3e38, a bf16 row of -1e4), in
+    float32 for 16-bit input; 0 where every entry is -inf (e = 0). The
+    division comes after the sum, once per output, so the gradient is
+    ``(ct / sum(e)) e``, as jax.nn.logsumexp's."""
     (x,), (t,) = primals, tangents
     out = logsumexp_p.bind(x, axes=axes, keepdims=keepdims)
     if is_zero(t):
         return out, _jax.zero_tangent(out)
     dtype = aval_of(x).dtype
     acc = acc_dtype(dtype)
-    p = _softmax_weights(cast(x, acc), axes)
-    return out, cast(_reduce(sum_p, multiply(cast(t, acc), p), axes, keepdims), dtype)
+    xa = cast(x, acc)
+    e = exp(subtract(xa, detached_shift(xa, axes)))
+    total = _reduce(sum_p, e, axes, keepdims)
+    dot = _reduce(sum_p, multiply(cast(t, acc), e), axes, keepdims)
+    return out, cast(divide(dot, where(gt(total, 0.0), total, 1.0)), dtype)
 
 
 register_rules(logsumexp_p, jvp=_logsumexp_jvp, transpose=NOT_LINEAR,

@@ -60,31 +60,31 @@ register_rules(s.erfinv_p, **elementwise_rules(s.erfinv_p, _erfinv_dx))
 
 
 # erfcx'(x) ~ -1 / (sqrt(pi) x**2) sum_n (-1)**n (2n+1)!! / (2 x**2)**n for x -> inf
-# (the derivative of erfcx's asymptotic series), from x = t on with k terms: (t, k)
-# = (20, 8) in float64, (12, 5) in float32 (where 16-bit input is computed). The
-# first omitted term, (2k+1)!! / (2 t**2)**k, is 2e-16 (float64) or 5e-9 (float32)
-# of the sum, and the closed form's cancellation below t, about 2 eps x**2
-# relative, at most 9e-14 or 2e-5.
-_ERFCX_DX_SERIES = tuple((-1) ** n * math.prod(range(1, 2 * n + 2, 2)) / 2.0 ** n
-                         for n in range(8))
-_ERFCX_ASYMPTOTIC = {True: (20.0, 8), False: (12.0, 5)}     # by "float64?": (t, k)
+# (the derivative of erfcx's asymptotic series), from x = t on with k terms, the
+# fewest whose first omitted term, (2k+1)!! / (2 t**2)**k of the sum, is below
+# the closed form's cancellation just under t (about 2 eps t**2 relative):
+# (t, k) = (12, 3) in float32 (where 16-bit input is computed; 4e-6 against
+# 2e-5) and (20, 7) in float64 (1e-14 against 9e-14). The coefficients carry
+# the factor -1 / sqrt(pi).
+_ERFCX_DX_SERIES = tuple((-1) ** (n + 1) * math.prod(range(1, 2 * n + 2, 2))
+                         / (2.0 ** n * math.sqrt(math.pi)) for n in range(7))
+_ERFCX_ASYMPTOTIC = {True: (20.0, 7), False: (12.0, 3)}     # by "float64?": (t, k)
 
 
 def _erfcx_dx(x: Any, out: Any) -> Any:
     """2 x erfcx(x) - 2/sqrt(pi) for x <= t, and the asymptotic series
-    -r**2 / sqrt(pi) P(r**2), r = 1 / x, beyond t (``_ERFCX_ASYMPTOTIC``):
-    the closed form cancels as x grows (float32: 20x too large at x = 1e4,
-    NaN at 3e38; bfloat16: 0 at x = 20, the wrong sign at 88). In float32
-    for 16-bit input, with erfcx recomputed there (its bfloat16 output would
-    cancel at x = 5 already). Double where: each branch at a safe x (the
-    series at t, the closed form at 0)."""
+    r**2 P(r**2), r = 1 / x, beyond t (``_ERFCX_ASYMPTOTIC``): the closed form
+    cancels as x grows (float32: 20x too large at x = 1e4, NaN at 3e38;
+    bfloat16: 0 at x = 20, the wrong sign at 88). In float32 for 16-bit
+    input, with erfcx recomputed there (its bfloat16 output would cancel at
+    x = 5 already). Double where: each branch at a safe x (the series at t,
+    the closed form at 0)."""
     xa, e = in_acc_dtype(s.erfcx, x, out)
     t, terms = _ERFCX_ASYMPTOTIC[np.dtype(aval_of(xa).dtype) == np.float64]
     big = gt(xa, t)
     closed = subtract(multiply(multiply(where(big, 0.0, xa), 2.0), e), _TWO_OVER_SQRT_PI)
     r2 = square(reciprocal(where(big, xa, t)))
-    series = multiply(multiply(r2, -1.0 / math.sqrt(math.pi)),
-                      polynomial(r2, _ERFCX_DX_SERIES[:terms]))
+    series = multiply(r2, polynomial(r2, _ERFCX_DX_SERIES[:terms]))
     return cast(where(big, series, closed), aval_of(x).dtype)
 
 
