@@ -50,17 +50,18 @@ MAX_ELEMENTS = np.iinfo(np.int64).max
 """The most elements an array can have: XLA indexes them with int64."""
 
 
-def check_size(op: str, what: str, shape: Sequence[Any], given: str) -> None:
+def check_size(op: str, what: str, shape: Sequence[Any], given: Callable[[], str]) -> None:
     """Raise a ValueError naming ``what`` (the output, say) and the arguments
-    that set its size (``given``, e.g. ``"stop=1e+30"``) when ``shape`` has
-    more than ``MAX_ELEMENTS`` elements. Symbolic dimensions count as 1."""
+    that set its size (``given()``, e.g. ``"stop=1e+30"``, formatted only for
+    the error) when ``shape`` has more than ``MAX_ELEMENTS`` elements.
+    Symbolic dimensions count as 1."""
     size = 1
     for d in shape:
         size *= d if isinstance(d, (int, np.integer)) else 1
     if size > MAX_ELEMENTS:
         raise ValueError(f"{op_name(op)}: {what} would have shape {tuple(shape)}, "
                          f"{size:.3g} elements, more than an array can hold "
-                         f"({MAX_ELEMENTS}), from {given}")
+                         f"({MAX_ELEMENTS}), from {given()}")
 
 
 def broadcast_shapes(op: str, shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...]:

@@ -104,7 +104,7 @@ def checked_infer_meta(name: str, table: Mapping[str, Callable[..., Any]] | None
         check_implementation(name, table, avals, params)
     meta = infer_meta(*avals, **params)
     for aval in meta if isinstance(meta, (tuple, list)) else (meta,):
-        check_size(name, "the output", aval.shape, _given(params))
+        check_size(name, "the output", aval.shape, partial(_given, params))
     out = _jax.with_explicit_shardings(meta, avals, partial(lowering, **params), op_name(name))
     invariant = params[invariant_over] if invariant_over is not None else None
     return _jax.with_varying_axes(out, avals, invariant)

@@ -109,7 +109,7 @@ def _upsample_params(op: str, shape: tuple[int, ...], size: Any, scale_factor: A
                              f"for x with shape {shape}")
         ratio = (1.0 / sf[0], 1.0 / sf[1])
     check_size(op, "the output", shape[:-2] + out,
-               f"size={size!r}" if size is not None else f"scale_factor={scale_factor!r}")
+               lambda: f"size={size!r}" if size is not None else f"scale_factor={scale_factor!r}")
     return {"size": out, "ratio": (float(ratio[0]), float(ratio[1])), "method": method,
             "align_corners": align_corners}
 
