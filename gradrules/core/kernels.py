@@ -135,12 +135,18 @@ def dispatch(table: Mapping[str, Callable[..., Any]], on_gpu: bool, *args: Any,
     return fn(*args, **params, **extra)
 
 
+def on_xla(implementation: Implementation) -> Implementation:
+    """``implementation`` with the ``"xla"`` kernel (its blocks kept), for a
+    primitive only rules bind, which has no Pallas kernel whatever the call
+    asked for (a fused op's second-order tangent)."""
+    return replace(implementation, kernel="xla")
+
+
 def xla_lowering(table: Mapping[str, Callable[..., Any]], *args: Any,
                  implementation: Implementation, **params: Any) -> Any:
     """The table's XLA entry, whatever kernel ``implementation`` names (the
     composition whose types give the primitive's output shardings)."""
-    return dispatch(table, False, *args, implementation=replace(implementation, kernel="xla"),
-                    **params)
+    return dispatch(table, False, *args, implementation=on_xla(implementation), **params)
 
 
 def register_table_lowerings(prim: _jax.Primitive, table: Mapping[str, Callable[..., Any]],

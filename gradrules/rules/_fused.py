@@ -23,6 +23,12 @@ and by other primitives whose JVP is that of a reference composition.
 * ``linear_part(prim, primals, tangents, **params)``: the part of ``prim``'s
   JVP that comes from the operands it is linear in, for a JVP rule that
   takes the rest another way than ``composite_jvp``.
+* ``backward_jvp(backward, tangent, primals, tangents, moving, **params)``:
+  the JVP of a fused op's backward whose tangent in its other operands is a
+  primitive of its own (``foo_vjp_jvp``, blockwise, XLA only), and
+  ``dense_transpose(prim, composite, ct, *operands, **params)``: that
+  primitive's transpose, ``jax.linear_transpose`` of the composition it
+  computes (third order only).
 """
 
 from __future__ import annotations
@@ -36,8 +42,8 @@ import jax
 
 from .. import _jax
 from .._jax import (BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive, Tangent,
-                    is_undefined_primal, is_zero)
-from ..core.kernels import IMPLEMENTATION, takes_keyword
+                    aval_of, is_undefined_primal, is_zero)
+from ..core.kernels import IMPLEMENTATION, on_xla, takes_keyword
 from ..core.registry import PRIMITIVES
 from ._common import add_tangents, instantiate
 
@@ -155,6 +161,51 @@ def linear_part(prim: Primitive, primals: Sequence[Any], tangents: Sequence[Tang
     args = [instantiate(tangents[i], p) if i in linear else p for i, p in enumerate(primals)]
     part = prim.bind(*args, **params)
     return list(part) if prim.multiple_results else [part]
+
+
+def backward_jvp(backward: Primitive, tangent: Primitive, primals: Sequence[Any],
+                 tangents: Sequence[Tangent], moving: Sequence[Any] | None,
+                 **params: Any) -> JvpResult:
+    """JVP rule of a fused op's backward ``backward`` (linear in its
+    cotangents): along the cotangents, ``backward`` itself (``linear_part``);
+    along the operands it is not linear in, ``tangent`` (the backward's own
+    tangent, ``foo_vjp_jvp``) bound on ``backward``'s operands followed by
+    ``moving``, their tangents as ``tangent`` takes them (None: all symbolic
+    zeros), on its XLA path whatever the call's kernel (it has no Pallas
+    kernel: ``core.kernels.on_xla``)."""
+    out = backward.bind(*primals, **params)
+    t_out = linear_part(backward, primals, tangents, **params)
+    if moving is not None:
+        implementation = on_xla(params[IMPLEMENTATION])
+        part = tangent.bind(*primals, *moving, **dict(params, implementation=implementation))
+        t_out = part if t_out is None else [add_tangents(a, b) for a, b in zip(t_out, part)]
+    return out, (t_out if t_out is not None else zero_tangents(out))
+
+
+def dense_transpose(prim: Primitive, composite: Callable[..., Any], ct: Cotangent,
+                    *operands: MaybeUndefined, **params: Any) -> list[Any]:
+    """Transpose rule of ``prim``, linear in the operands its registration
+    names, whose value is ``composite(*operands, **params)`` (without the
+    ``implementation`` param): ``jax.linear_transpose`` of ``composite`` in
+    those operands, the others fixed. Dense (a second-order tangent
+    primitive's composition materialises what its lowering does blockwise):
+    only a third-order path takes it. Symbolic-zero cotangents are
+    instantiated."""
+    info = PRIMITIVES[prim]
+    at = info.positions(info.joint_linear(), len(operands))
+    fixed = [x for i, x in enumerate(operands) if i not in at]
+    kw = {k: v for k, v in params.items() if k != IMPLEMENTATION}
+
+    def linear(*ts: Any) -> tuple[Any, ...]:
+        return tuple(composite(*fixed, *ts, **kw))
+
+    avals = [jax.ShapeDtypeStruct(aval_of(operands[i]).shape, aval_of(operands[i]).dtype)
+             for i in at]
+    cts = list(ct) if prim.multiple_results else [ct]
+    transposed = jax.linear_transpose(linear, *avals)(tuple(instantiate(c, c) for c in cts))
+    results = dict(zip(at, transposed))
+    return [results[i] if i in results and is_undefined_primal(x) else None
+            for i, x in enumerate(operands)]
 
 
 def all_zero(tangents: Sequence[Tangent]) -> bool:

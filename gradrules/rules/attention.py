@@ -30,7 +30,6 @@ Batching folds the vmapped axis into the batch axis B and binds once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -55,7 +54,8 @@ from ..primitives.shape import broadcast_to, broadcast_to_p, expand_dims, reshap
 from ..primitives.unary import exp
 from ._common import (add_tangents, batch_size, bdim_to_front, fold_batch, instantiate,
                       unfold_batch)
-from ._fused import all_zero, composite_jvp, linear_part, transpose_to, zero_tangents
+from ._fused import (all_zero, backward_jvp, composite_jvp, dense_transpose, transpose_to,
+                     zero_tangents)
 
 
 # batching (all four) ---------------------------------------------------------
@@ -221,36 +221,25 @@ def _backward_map(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, lse: A
     return list(jax.linear_transpose(tangent_map, *avals)((ct_out, ct_lse)))
 
 
-def _attention_vjp_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, causal: bool,
-                       scale: float, implementation: Implementation) -> JvpResult:
+def _attention_vjp_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], **params: Any
+                       ) -> JvpResult:
     """``(dq, dk, dv, dbias)`` are linear in ``(ct_out, ct_lse)``, whose
     tangents go through ``attention_vjp_p`` itself; those of ``q, k, v,
-    bias, out, lse`` through ``attention_vjp_jvp_p`` (``lse_lo`` enters only
-    ``p = exp((s - lse) - lse_lo)``, beside ``lse``: its tangent is added to
-    ``lse``'s; the mask takes none). A zero tbias is one broadcast entry."""
-    params = dict(causal=causal, scale=scale, implementation=implementation)
-    outs = attention_vjp_p.bind(*primals, **params)
-    t_outs = linear_part(attention_vjp_p, primals, tangents, **params)
+    bias, out, lse`` through ``attention_vjp_jvp_p`` (``backward_jvp``;
+    ``lse_lo`` enters only ``p = exp((s - lse) - lse_lo)``, beside ``lse``:
+    its tangent is added to ``lse``'s; the mask takes none). A zero tbias is
+    one broadcast entry."""
     q, k, v, _, bias, out, lse, _, _, _ = primals
     tq, tk, tv, _, tbias, t_out, t_lse, t_lo, _, _ = tangents
     t_lse = add_tangents(t_lse, t_lo)
-    if all_zero((tq, tk, tv, tbias, t_out, t_lse)):
-        return outs, t_outs if t_outs is not None else zero_tangents(outs)
-    if is_zero(tbias):
-        tbias = zeros((1, 1, 1, 1), aval_of(bias).dtype)
-    ts = [instantiate(t, x) for t, x in ((tq, q), (tk, k), (tv, v))]
-    ts += [tbias, instantiate(t_out, out), instantiate(t_lse, lse)]
-    part = attention_vjp_jvp_p.bind(*primals, *ts, causal=causal, scale=scale,
-                                    implementation=_xla_kernel(implementation))
-    return outs, part if t_outs is None else [add(a, b) for a, b in zip(t_outs, part)]
-
-
-def _xla_kernel(implementation: Implementation) -> Implementation:
-    """``attention_vjp_jvp_p`` has no Pallas kernel: a call that asks for
-    one (``"pallas"``, ``"interpret"``) runs its blockwise XLA lowering."""
-    if implementation.kernel in ("pallas", "interpret"):
-        return replace(implementation, kernel="xla")
-    return implementation
+    moving = None
+    if not all_zero((tq, tk, tv, tbias, t_out, t_lse)):
+        if is_zero(tbias):
+            tbias = zeros((1, 1, 1, 1), aval_of(bias).dtype)
+        moving = [instantiate(t, x) for t, x in ((tq, q), (tk, k), (tv, v))]
+        moving += [tbias, instantiate(t_out, out), instantiate(t_lse, lse)]
+    return backward_jvp(attention_vjp_p, attention_vjp_jvp_p, primals, tangents, moving,
+                        **params)
 
 
 def _attention_vjp_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim],
@@ -288,27 +277,7 @@ def _backward_jvp_map(q: Any, k: Any, v: Any, mask: Any, bias: Any, out: Any, ls
     return list(jax.jvp(backward, (q, k, v, bias, out, lse), ts)[1])
 
 
-def _attention_vjp_jvp_transpose(ct: Cotangent, *operands: MaybeUndefined, causal: bool,
-                                 scale: float, implementation: Implementation) -> list[Any]:
-    """The linear transpose of ``_backward_jvp_map`` in its tangent operands
-    (a third-order path, dense: it materialises the scores); cotangents that
-    are symbolic zeros are instantiated."""
-    info = PRIMITIVES[attention_vjp_jvp_p]
-    at = info.positions(info.joint_linear())
-    fixed = [x for i, x in enumerate(operands) if i not in at]
-
-    def tangent_map(*ts: Any) -> tuple[Any, ...]:
-        return tuple(_backward_jvp_map(*fixed, *ts, causal=causal, scale=scale))
-
-    avals = [jax.ShapeDtypeStruct(aval_of(operands[i]).shape, aval_of(operands[i]).dtype)
-             for i in at]
-    cts = jax.linear_transpose(tangent_map, *avals)(tuple(instantiate(c, c) for c in ct))
-    results = dict(zip(at, cts))
-    return [results[i] if i in results and is_undefined_primal(x) else None
-            for i, x in enumerate(operands)]
-
-
 register_rules(attention_vjp_jvp_p, linear=("tq", "tk", "tv", "tbias", "t_out", "t_lse"),
                jvp=partial(composite_jvp, attention_vjp_jvp_p, _backward_jvp_map),
-               transpose=_attention_vjp_jvp_transpose,
+               transpose=partial(dense_transpose, attention_vjp_jvp_p, _backward_jvp_map),
                batch=partial(_attention_vjp_batch, attention_vjp_jvp_p))

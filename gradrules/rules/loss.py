@@ -35,7 +35,6 @@ the transpose is ``-ct safe_log_probs(logits)``; batch axes to the front.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -46,7 +45,7 @@ import jax
 from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
                     Tangent, aval_of, is_undefined_primal)
 from ..core.numerics import acc_dtype
-from ..core.kernels import IMPLEMENTATION, Implementation
+from ..core.kernels import Implementation
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR, PRIMITIVES
 from ..primitives._compose import cast, unbroadcast
@@ -66,10 +65,10 @@ from ..primitives.scatter import scatter_add
 from ..primitives.shape import broadcast_to, expand_dims, moveaxis, squeeze
 from ..primitives.softmax import log_softmax
 from ..primitives.unary import neg
-from ._common import (add_tangents, align_front, batch_size, bdim_to_front, fold_batch,
+from ._common import (align_front, batch_size, bdim_to_front, fold_batch,
                       front_batch, instantiate, multilinear_jvp, unfold_batch)
-from ._fused import (all_zero, composite_jvp, forward_jvp, fused_map_rules,
-                     zero_tangents)
+from ._fused import (all_zero, backward_jvp, composite_jvp, dense_transpose, forward_jvp,
+                     fused_map_rules)
 
 
 # cross_entropy -----------------------------------------------------------------
@@ -148,25 +147,16 @@ def _flce_cotangent(h: Any, w: Any, labels: Any, lse: Any, lse_lo: Any, g_loss: 
 
 def _flce_vjp_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], **params: Any
                   ) -> JvpResult:
-    """JVP of fused_linear_cross_entropy's backward: along ``g_loss``, ``g_lse``
-    (in which it is linear) the backward itself; along ``h``, ``w``, ``lse``,
-    ``lse_lo`` its blockwise tangent ``fused_linear_cross_entropy_vjp_jvp``
-    (the JVP of ``_flce_cotangent``, without its [tokens, vocab] logits),
-    on its XLA path whatever the kernel choice (it has no Pallas kernel)."""
-    vjp, tangent = fused_linear_cross_entropy_vjp_p, fused_linear_cross_entropy_vjp_jvp_p
-    out = vjp.bind(*primals, **params)
-    t_out = zero_tangents(out)
-    fixed = primals[:5]                        # h, w, labels, lse, lse_lo
-    if not all_zero(tangents[5:]):
-        t_out = vjp.bind(*fixed, *(instantiate(t, x) for t, x in zip(tangents[5:], primals[5:])),
-                         **params)
-    moving = [0, 1, 3, 4]                      # h, w, lse, lse_lo
-    if not all_zero([tangents[i] for i in moving]):
-        xla = replace(params[IMPLEMENTATION], kernel="xla")
-        part = tangent.bind(*primals, *(instantiate(tangents[i], primals[i]) for i in moving),
-                            **dict(params, implementation=xla))
-        t_out = [add_tangents(a, b) for a, b in zip(t_out, part)]
-    return out, t_out
+    """JVP of fused_linear_cross_entropy's backward (``backward_jvp``): along
+    ``g_loss``, ``g_lse`` (in which it is linear) the backward itself; along
+    ``h``, ``w``, ``lse``, ``lse_lo`` its blockwise tangent
+    ``fused_linear_cross_entropy_vjp_jvp`` (the JVP of ``_flce_cotangent``,
+    without its [tokens, vocab] logits)."""
+    at = PRIMITIVES[fused_linear_cross_entropy_vjp_p].positions(("h", "w", "lse", "lse_lo"))
+    moving = (None if all_zero([tangents[i] for i in at])
+              else [instantiate(tangents[i], primals[i]) for i in at])
+    return backward_jvp(fused_linear_cross_entropy_vjp_p, fused_linear_cross_entropy_vjp_jvp_p,
+                        primals, tangents, moving, **params)
 
 
 register_rules(fused_linear_cross_entropy_vjp_p, linear=("g_loss", "g_lse"),
@@ -190,26 +180,11 @@ def _flce_cotangent_tangent(h: Any, w: Any, labels: Any, lse: Any, lse_lo: Any, 
     return list(jax.jvp(cotangent, (h, w, lse, lse_lo), (th, tw, t_lse, t_lse_lo))[1])
 
 
-def _flce_vjp_jvp_transpose(ct: Cotangent, *operands: MaybeUndefined, ignore_index: int,
-                            label_smoothing: float, z_loss: float,
-                            implementation: Implementation) -> list[Any]:
-    """Transpose of ``fused_linear_cross_entropy_vjp_jvp`` in its tangents:
-    ``jax.linear_transpose`` of ``_flce_cotangent_tangent``, which makes the
-    logits: only reverse mode over the backward (a VJP of a VJP) takes it."""
-    fixed, moving = operands[:7], operands[7:]
-    kw = dict(ignore_index=ignore_index, label_smoothing=label_smoothing, z_loss=z_loss)
-    avals = [aval_of(t) for t in moving]
-    transposed = jax.linear_transpose(
-        lambda *t: _flce_cotangent_tangent(*fixed, *t, **kw),
-        *(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals))
-    cts = transposed([instantiate(c, o) for c, o in zip(ct, (fixed[0], fixed[1]))])
-    return [None] * 7 + [c if is_undefined_primal(t) else None for c, t in zip(cts, moving)]
-
-
 register_rules(fused_linear_cross_entropy_vjp_jvp_p, linear=("th", "tw", "t_lse", "t_lse_lo"),
                jvp=partial(composite_jvp, fused_linear_cross_entropy_vjp_jvp_p,
                            _flce_cotangent_tangent),
-               transpose=_flce_vjp_jvp_transpose,
+               transpose=partial(dense_transpose, fused_linear_cross_entropy_vjp_jvp_p,
+                                 _flce_cotangent_tangent),
                batch=partial(front_batch, fused_linear_cross_entropy_vjp_jvp_p))
 
 
