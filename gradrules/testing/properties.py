@@ -129,15 +129,15 @@ def _check_reference(case: Case, rng: np.random.Generator) -> CheckOutcome:
 def _fd_rec(f: Callable[..., list[Any]], xs: list[Any], order: int, eps: float, tol: Tol,
             rng: np.random.Generator, path: str, errs: list[float]) -> None:
     ts = like(rng, xs)
-    ys, tys = jax.jvp(f, xs, ts)
-    plus = f(*[x + eps * t for x, t in zip(xs, ts)])
-    minus = f(*[x - eps * t for x, t in zip(xs, ts)])
+    ys, tys = jax.jit(partial(jax.jvp, f))(xs, ts)
+    value = jax.jit(f)
+    plus = value(*[x + eps * t for x, t in zip(xs, ts)])
+    minus = value(*[x - eps * t for x, t in zip(xs, ts)])
     fd = [(np.asarray(p) - np.asarray(m)) / (2 * eps) for p, m in zip(plus, minus)]
     e, _ = compare(tys, fd, tol, f"{path}jvp vs finite differences")
     errs.append(e)
     ws = like(rng, ys)
-    _, pullback = jax.vjp(f, *xs)
-    cts = pullback(ws)
+    cts = jax.jit(lambda xs, ws: jax.vjp(f, *xs)[1](ws))(xs, ws)
     lhs, rhs = float(vdot(cts, ts)), float(vdot(ws, fd))
     scale = 1.0 + float(vdot(ws, ws)) ** 0.5 * float(vdot(fd, fd)) ** 0.5
     e = abs(lhs - rhs)
