@@ -160,3 +160,18 @@ def test_where_broadcasts_and_vmaps() -> None:
     np.testing.assert_allclose(softmax(x, -1, w), jax.nn.softmax(x, -1, w), rtol=1e-12)
     got = jax.vmap(lambda v, m: log_softmax(v, -1, m), in_axes=(0, None))(x, WHERE)
     np.testing.assert_allclose(got, jax.nn.log_softmax(x, -1, WHERE), rtol=1e-12)
+
+
+@pytest.mark.parametrize("op", [softmax, log_softmax])
+def test_the_forward_reads_x_three_times_and_writes_the_output_once(op):
+    """The output pass subtracts the row maximum again (``_fused.recomputed``)
+    instead of sharing ``x - max`` with the sum, which XLA's CPU reduction
+    fusion would have written out in full and read back: no more bytes
+    than the reference (max, sum, output: three reads and one write)."""
+    from gradrules.bench import compiled_costs
+    from gradrules.core.registry import get_op
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((256, 512)), jnp.float32)
+    ours = compiled_costs(op, x)
+    ref = compiled_costs(get_op(op.__name__).reference, x)
+    assert ours.bytes_accessed <= 1.01 * ref.bytes_accessed
+    assert ours.bytes_accessed <= 4.1 * x.nbytes
