@@ -128,3 +128,24 @@ def test_errors_name_the_op(call, exc, match):
         call()
     with pytest.raises(exc, match=match):
         jax.jit(lambda: call())()
+
+
+def test_divide_grad_by_a_broadcast_divisor_keeps_no_buffer_of_the_output_size():
+    """The transpose (of the JVP's t_x / y - ((t_y / y) / y) x) sums y's
+    part -ct x before dividing it by y: no 1 / y broadcast to x's size is
+    written for two loops to share, the sum does not wait for x's cotangent,
+    and no more bytes or FLOPs than jax.numpy's gradient."""
+    from gradrules.bench import compiled_costs
+    x = jnp.linspace(0.5, 2.0, 64 * 32 * 48, dtype=jnp.float32).reshape(64, 32, 48)
+    y = jnp.linspace(1.0, 3.0, 32, dtype=jnp.float32)
+    w = jnp.cos(x)
+
+    def grad(f):
+        return jax.grad(lambda a, b, v: jnp.sum(v * f(a, b[:, None])), argnums=(0, 1))
+
+    ours, ref = (compiled_costs(grad(f), x, y, w) for f in (gradrules.divide, jnp.divide))
+    assert ours.temp_bytes <= ref.temp_bytes + 2**12
+    assert ours.bytes_accessed <= 1.01 * ref.bytes_accessed
+    assert ours.flops <= 1.01 * ref.flops
+    for a, b in zip(grad(gradrules.divide)(x, y, w), grad(jnp.divide)(x, y, w)):
+        np.testing.assert_allclose(a, b, rtol=2e-6)

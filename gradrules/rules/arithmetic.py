@@ -91,14 +91,21 @@ register_rules(multiply_p, linear=(("x",), ("y",)),
 
 # divide --------------------------------------------------------------------
 def _divide_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
-    """t_out = t_x / y - t_y * out / y: linear in t_x through divide itself."""
+    """t_out = t_x / y - ((t_y / y) / y) x: t_x through divide itself (linear
+    in its first operand); t_y divided by y twice at its own shape, before
+    it broadcasts (no y**2 to overflow, no out kept). Transposed, x's
+    cotangent is ct / y and y's the sum of -ct x, divided by y twice after
+    it: the two read ct independently (XLA runs them side by side), and no
+    1 / y is broadcast to the output's size for two loops to share."""
     x, y = primals
     tx, ty = tangents
     out = divide_p.bind(x, y)
-    t = divide(tx, y) if not is_zero(tx) else tx
+    t: Tangent = _jax.zero_tangent(out)
+    if not is_zero(tx):
+        t = divide(tx, y)
     if not is_zero(ty):
-        t = add_tangents(t, neg(divide(multiply(ty, out), y)))
-    return out, (_jax.zero_tangent(out) if is_zero(t) else broadcast_like(t, np.shape(out)))
+        t = add_tangents(t, neg(multiply(divide(divide(ty, y), y), x)))
+    return out, (t if is_zero(t) else broadcast_like(t, np.shape(out)))
 
 
 def _divide_transpose(ct: Cotangent, x: MaybeUndefined, y: MaybeUndefined) -> list[Any]:
