@@ -1,7 +1,9 @@
 """Building blocks shared by the rules of every family.
 
 * JVPs: ``chain_rule(prim, *partials)`` (elementwise ops from named partial
-  derivatives, ``t_out = sum_i t_i * d_i(*primals, out, **params)``) and
+  derivatives, ``t_out = sum_i t_i * d_i(*primals, out, **params)``; a
+  partial ``1 / den`` returned as ``OneOver(den)`` is applied as ``t_i /
+  den``) and
   ``elementwise_rules`` / ``marker_rules`` / ``linear_map_rules`` (the three
   rules of such an op, for one ``register_rules`` call), ``linear_jvp`` (bind the primitive on the
   tangents of the operands it is declared linear in), ``multilinear_jvp``
@@ -20,6 +22,7 @@ stay inside the catalog (array helpers: ``primitives._compose``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -29,11 +32,21 @@ from .. import _jax
 from .._jax import BatchDim, BatchResult, JvpResult, Primitive, Tangent, aval_of, is_zero
 from ..core.registry import NOT_LINEAR, PRIMITIVES
 from ..primitives._compose import zeros
-from ..primitives.arithmetic import add, multiply
+from ..primitives.arithmetic import add, divide, multiply
 from ..primitives.shape import (broadcast_to_p, expand_dims_p, moveaxis, reshape_p,
                                 transpose_p)
 
 Partial = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class OneOver:
+    """A partial derivative ``1 / den``, as a named partial returns it (log's
+    ``OneOver(x)``): ``chain_rule`` divides the tangent by ``den``, one
+    division where ``t * (1 / den)`` takes a division and a product (and,
+    transposed, the cotangent is divided by den, as jax.numpy's rules do)."""
+
+    den: Any
 
 
 def instantiate(t: Tangent, like: Any) -> Any:
@@ -59,7 +72,8 @@ def broadcast_like(t: Any, shape: tuple[int, ...]) -> Any:
 
 
 def chain_rule(prim: Primitive, *partials: Partial | None) -> Callable[..., Any]:
-    """The JVP ``t_out = sum_i t_i * d_i(*primals, out, **params)`` of ``prim``.
+    """The JVP ``t_out = sum_i t_i * d_i(*primals, out, **params)`` of ``prim``
+    (``t_i / den`` where ``d_i`` returns ``OneOver(den)``).
 
     ``partials[i]`` is the named partial derivative with respect to operand i
     (``None``: the operand takes no tangent). A symbolic-zero tangent
@@ -73,7 +87,9 @@ def chain_rule(prim: Primitive, *partials: Partial | None) -> Callable[..., Any]
         for d, t in zip(partials, tangents):
             if d is None or is_zero(t):
                 continue
-            t_out = add_tangents(t_out, multiply(t, d(*primals, out, **params)))
+            part = d(*primals, out, **params)
+            term = divide(t, part.den) if isinstance(part, OneOver) else multiply(t, part)
+            t_out = add_tangents(t_out, term)
         if not is_zero(t_out):
             t_out = broadcast_like(t_out, np.shape(out))
         return out, t_out

@@ -22,7 +22,7 @@ from ..core.registry import ZERO_DERIVATIVE
 from ..primitives import unary as u
 from ..primitives.arithmetic import add, divide, multiply, subtract
 from ..primitives.compare import le, where
-from ._common import elementwise_rules, linear_map_rules, marker_rules, unary_batch
+from ._common import OneOver, elementwise_rules, linear_map_rules, marker_rules, unary_batch
 from ._fused import transpose_to
 
 
@@ -87,28 +87,28 @@ register_rules(u.expm1_p, **elementwise_rules(u.expm1_p, _expm1_dx))
 
 
 def _log_dx(x: Any, out: Any) -> Any:
-    return u.reciprocal(x)
+    return OneOver(x)
 
 
 register_rules(u.log_p, **elementwise_rules(u.log_p, _log_dx))
 
 
 def _log2_dx(x: Any, out: Any) -> Any:
-    return u.reciprocal(multiply(x, math.log(2.0)))
+    return OneOver(multiply(x, math.log(2.0)))
 
 
 register_rules(u.log2_p, **elementwise_rules(u.log2_p, _log2_dx))
 
 
 def _log10_dx(x: Any, out: Any) -> Any:
-    return u.reciprocal(multiply(x, math.log(10.0)))
+    return OneOver(multiply(x, math.log(10.0)))
 
 
 register_rules(u.log10_p, **elementwise_rules(u.log10_p, _log10_dx))
 
 
 def _log1p_dx(x: Any, out: Any) -> Any:
-    return u.reciprocal(add(x, 1.0))
+    return OneOver(add(x, 1.0))
 
 
 register_rules(u.log1p_p, **elementwise_rules(u.log1p_p, _log1p_dx))
@@ -134,7 +134,7 @@ register_rules(u.rsqrt_p, **elementwise_rules(u.rsqrt_p, _rsqrt_dx))
 
 
 def _cbrt_dx(x: Any, out: Any) -> Any:
-    return u.reciprocal(multiply(u.square(out), 3.0))     # +inf at x == 0, as jnp.cbrt's
+    return OneOver(multiply(u.square(out), 3.0))     # +inf at x == 0, as jnp.cbrt's
 
 
 register_rules(u.cbrt_p, **elementwise_rules(u.cbrt_p, _cbrt_dx))
@@ -190,7 +190,7 @@ register_rules(u.acos_p, **elementwise_rules(u.acos_p, _acos_dx))
 
 
 def _atan_dx(x: Any, out: Any) -> Any:
-    return u.reciprocal(add(u.square(x), 1.0))
+    return OneOver(add(u.square(x), 1.0))
 
 
 register_rules(u.atan_p, **elementwise_rules(u.atan_p, _atan_dx))
@@ -232,7 +232,7 @@ register_rules(u.acosh_p, **elementwise_rules(u.acosh_p, _acosh_dx))
 
 
 def _atanh_dx(x: Any, out: Any) -> Any:
-    return u.reciprocal(subtract(1.0, u.square(x)))
+    return OneOver(subtract(1.0, u.square(x)))
 
 
 register_rules(u.atanh_p, **elementwise_rules(u.atanh_p, _atanh_dx))
