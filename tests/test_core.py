@@ -349,3 +349,20 @@ def test_bench_ratios_of_zero_are_not_nan() -> None:
     assert ratio(0, 0) == 1.0 and ratio(2.0, 0) == float("inf") and ratio(1.0, 4.0) == 0.25
     row = BenchRow("x", 1e-3, 2e-3, 0, 0, 0.0, 10.0)
     assert (row.time_ratio, row.mem_ratio, row.flops_ratio) == (0.5, 1.0, 0.0)
+
+
+def test_bench_does_not_compare_work_a_while_loop_hides() -> None:
+    """XLA's cost analysis counts a loop body once: a lax.scan's FLOPs and
+    bytes are those of one step, so a row with a loop on either side is
+    not judged on them (``BenchRow.work_counted``), only on time and memory."""
+    from jax import lax
+    from gradrules.bench import BenchRow, compiled_costs, format_table, summary
+    x = jnp.ones((64, 8), jnp.float32)
+    scan = compiled_costs(lambda v: lax.scan(lambda c, r: (c * r, c), x[0], v)[1], x)
+    plain = compiled_costs(lambda v: v * 2.0, x)
+    assert scan.loops == 1 and plain.loops == 0
+    looped = BenchRow("l grad", 1.0, 1.0, 0, 0, 5000.0, 1.0, 30.0, 10.0, 0.1, 0.1,
+                      (0.9, 1.0, 1.1), (0, 1))
+    assert not looped.work_counted and looped.shortfalls() == []
+    assert "loop" in format_table([looped])
+    assert "rows with a while loop, bytes and flops not compared: 1 (l grad)" in summary([looped])
