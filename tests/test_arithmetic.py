@@ -149,3 +149,11 @@ def test_divide_grad_by_a_broadcast_divisor_keeps_no_buffer_of_the_output_size()
     assert ours.flops <= 1.01 * ref.flops
     for a, b in zip(grad(gradrules.divide)(x, y, w), grad(jnp.divide)(x, y, w)):
         np.testing.assert_allclose(a, b, rtol=2e-6)
+
+
+def test_divide_gradient_in_y_is_finite_where_x_over_y_squared_is():
+    """-x / y**2 at x = y = 1e-20 in float32 is -1e20: the transpose sums
+    -ct x before dividing by y twice, so nothing on the way overflows
+    (jax.numpy's x * y**-2 gives -inf there)."""
+    x = y = jnp.float32(1e-20)
+    np.testing.assert_allclose(jax.grad(gradrules.divide, 1)(x, y), -1e20, rtol=1e-6)
