@@ -16,12 +16,8 @@ specs, on Auto axes what XLA placed), and the all-gathers and all-to-alls in
 the compiled programs. Where the reference raises (a ``ShardingTypeError``:
 an ambiguous sharding; or a limit of JAX's), the op may raise the same error
 or place its results (a fused op runs in ``shard_map``).
-``MeshRow.problems`` says what falls short: an error, a difference, more
-of those collectives, or a placement other than the reference's; on Auto
-axes a result XLA keeps sharded where it replicates the reference's is no
-shortfall (the op does no more communication: it just leaves its result
-split). ``walk`` leaves out the ops made for a ``shard_map`` of their own
-(``OpInfo.call``).
+``MeshRow.problems`` says what falls short. ``walk`` leaves out the ops
+made for a ``shard_map`` of their own (``OpInfo.call``).
 """
 
 from __future__ import annotations
@@ -66,18 +62,12 @@ class MeshRow:
         out = [f"{where}: {msg}" for where, msg in self.errors.items()]
         if self.err is not None and not self.err <= tol:
             out.append(f"differs from the unsharded run by {self.err:.3g}")
-        if self.specs is not None and any(self._worse(*pair) for pair in zip(*self.specs)):
+        if self.specs is not None and self.specs[0] != self.specs[1]:
             out.append(f"sharded {self.specs[0]}, the reference {self.specs[1]}")
         if self.collectives is not None and self.collectives[0] > self.collectives[1]:
             out.append(f"{self.collectives[0]} all-gathers/all-to-alls, the reference "
                        f"{self.collectives[1]}")
         return out
-
-    def _worse(self, ours: str, ref: str) -> bool:
-        """Whether one result's placement falls short of the reference's: on
-        Explicit axes (types) any other; on Auto axes any other but sharded
-        where the reference's is replicated."""
-        return ours != ref and not (self.axis_type == "Auto" and replicated(ref))
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "axis_type": self.axis_type, "problems": self.problems()}
@@ -108,11 +98,6 @@ def _specs(leaves: Sequence[np.ndarray], weights: Sequence[np.ndarray] = ()
     split = [x.ndim == lead.ndim and x.shape[0] == n for x in leaves]
     split += [x.ndim > 0 and x.shape[0] == n for x in weights]
     return [PartitionSpec(SHARDED_AXIS) if s else PartitionSpec() for s in split]
-
-
-def replicated(spec: str) -> bool:
-    """Whether a placement text (``_placement``) names no mesh axis."""
-    return "'" not in spec or "replicated" in spec
 
 
 def _placement(out: Any, explicit: bool) -> list[str]:
