@@ -193,11 +193,13 @@ def dense_transpose(prim: Primitive, composite: Callable[..., Any], ct: Cotangen
     instantiated."""
     info = PRIMITIVES[prim]
     at = info.positions(info.joint_linear(), len(operands))
-    fixed = [x for i, x in enumerate(operands) if i not in at]
     kw = {k: v for k, v in params.items() if k != IMPLEMENTATION}
 
     def linear(*ts: Any) -> tuple[Any, ...]:
-        return tuple(composite(*fixed, *ts, **kw))
+        args = list(operands)
+        for i, t in zip(at, ts):
+            args[i] = t
+        return tuple(composite(*args, **kw))
 
     avals = [jax.ShapeDtypeStruct(aval_of(operands[i]).shape, aval_of(operands[i]).dtype)
              for i in at]
