@@ -437,3 +437,53 @@ def test_softmax_cross_entropy_bad_input() -> None:
     with pytest.raises(TypeError, match=r"gradrules\.softmax_cross_entropy: argument logits "
                                         r"must have a floating dtype"):
         jax.jit(softmax_cross_entropy)(np.arange(3), np.arange(3))
+
+
+def test_softmax_cross_entropy_forward_is_one_pass() -> None:
+    """The -inf mask and the clamp of the forward are arithmetic
+    (``_loss_xla.sce_forward``), which XLA's CPU reduction fusion takes in:
+    logits and labels read once, no buffer of their size, as jax.numpy's
+    ``-sum(labels * log_softmax(logits))`` (a select wrote the log-softmax
+    out: 3x the bytes)."""
+    from gradrules.bench import compiled_costs
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.standard_normal((4096, 128)), jnp.float32)
+    y = jax.nn.softmax(jnp.asarray(rng.standard_normal((4096, 128)), jnp.float32))
+    ours = compiled_costs(softmax_cross_entropy, x, y)
+    ref = compiled_costs(lambda a, b: -jnp.sum(b * jax.nn.log_softmax(a), -1), x, y)
+    assert ours.bytes_accessed <= 1.01 * ref.bytes_accessed
+    assert ours.temp_bytes <= ref.temp_bytes
+    np.testing.assert_allclose(softmax_cross_entropy(x, y),
+                               -jnp.sum(y * jax.nn.log_softmax(x), -1), rtol=1e-5)
+
+
+def test_softmax_cross_entropy_counts_an_overflowed_log_probability() -> None:
+    """A finite logit 6e38 below the row maximum has a log-probability below
+    float32's range: with label 0 its term is 0 (not 0 * -inf), with a
+    positive label the loss is about label * 3.4e38 (the clamp), never NaN;
+    a logit of -inf with label 0 adds nothing."""
+    x = jnp.asarray([[3e38, -3e38, 0.0, -jnp.inf]], jnp.float32)
+    one, half = (jnp.asarray(y, jnp.float32) for y in ([[1, 0, 0, 0]], [[0.5, 0.5, 0, 0]]))
+    assert softmax_cross_entropy(x, one)[0] == 0.0
+    big = softmax_cross_entropy(x, half)[0]
+    np.testing.assert_allclose(big, 0.5 * 3.4028235e38, rtol=1e-6)
+
+
+def test_vocab_parallel_cross_entropy_grad_takes_one_exponential_per_logit() -> None:
+    """Each shard's forward sums exp(x - its own max), rescaled to the row's
+    shift, so that under jit the backward's probabilities reuse those
+    exponentials (``parallel._vpce_forward``), and the backward scatters one
+    value per token at the label (no iota-compare one-hot): the grad has the
+    FLOPs and bytes of the unsharded jax.numpy cross-entropy's."""
+    from gradrules.bench import compiled_costs
+    from gradrules import vocab_parallel_cross_entropy
+    from gradrules.testing.samples.parallel import over_vocab_shards
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.standard_normal((512, 1024)), jnp.float32)
+    labels = jnp.asarray(rng.integers(0, 1024, 512))
+    ours = over_vocab_shards(vocab_parallel_cross_entropy)
+    grads = [jax.grad(lambda a, f=f: f(a, labels)) for f in (ours, cross_entropy_reference)]
+    c, r = (compiled_costs(g, x) for g in grads)
+    assert c.flops <= 1.02 * r.flops
+    assert c.bytes_accessed <= 1.02 * r.bytes_accessed
+    np.testing.assert_allclose(grads[0](x), grads[1](x), rtol=1e-5, atol=1e-9)

@@ -172,21 +172,34 @@ def _add_at_label(d: Array, labels: Array, u: Array) -> Array:
 # loss.cross_entropy_tangent.
 def ce_vjp(logits: Array, labels: Array, lse: Array, lse_lo: Array, g_loss: Array,
            g_lse: Array, *, ignore_index: int, label_smoothing: float, z_loss: float) -> Array:
+    """cross_entropy's backward: ``dlogits_at_label`` with ``c`` the masked
+    ``g_loss``."""
+    c = masked(g_loss, labels, logits.shape[-1], ignore_index)
+    return dlogits_at_label(logits, labels, None, lse, lse_lo, c, g_lse, logits.shape[-1],
+                            label_smoothing=label_smoothing, z_loss=z_loss)
+
+
+def dlogits_at_label(logits: Array, at: Array, holds: Array | None, lse: Array, lse_lo: Array,
+                     c: Array, g_lse: Array, vocab: int, *, label_smoothing: float,
+                     z_loss: float) -> Array:
     """``ce_dlogits`` regrouped per token, as the reference's backward: ``dx
-    = e (q r) - c eps / V``, then ``- (1 - eps) c`` scattered at the label,
-    with ``e = exp(x - shift)`` (the forward's, ``_shifted_probs``), ``q =
-    exp((shift - lse) - lse_lo)``, ``c`` the masked ``g_loss`` and ``r = c
-    (1 + 2 z lse) + g_lse``: one multiply per logit (two with label
-    smoothing)."""
+    = e (q r) - c eps / V``, then ``- (1 - eps) c`` scattered at the label's
+    entry ``at`` (where ``holds``, if given: a vocabulary shard that does not
+    hold the label adds nothing), with ``e = exp(x - shift)`` (the forward's,
+    ``_shifted_probs``), ``q = exp((shift - lse) - lse_lo)``, ``c`` each
+    token's masked loss cotangent and ``r = c (1 + 2 z lse) + g_lse``: one
+    multiply per logit (two with label smoothing). ``vocab`` is the whole
+    vocabulary's size."""
     x = upcast(logits)
-    vocab = x.shape[-1]
-    c = masked(g_loss, labels, vocab, ignore_index)
     r = (c * (1 + 2 * z_loss * lse) if z_loss else c) + g_lse
     e, q = _shifted_probs(x, lse, lse_lo)
     d = e * (q * r[..., None])
     if label_smoothing:
         d = d - (c * (label_smoothing / vocab))[..., None]
-    return _add_at_label(d, labels, -(1 - label_smoothing) * c).astype(logits.dtype)
+    u = -(1 - label_smoothing) * c
+    if holds is not None:
+        u = jnp.where(holds, u, jnp.zeros((), u.dtype))
+    return _add_at_label(d, at, u).astype(logits.dtype)
 
 
 # ------------------------------------------------- fused_linear_cross_entropy
@@ -403,12 +416,17 @@ def flce_vjp_jvp(h: Array, w: Array, labels: Array, lse: Array, lse_lo: Array, g
 def sce_forward(logits: Array, labels: Array) -> Array:
     """softmax_cross_entropy's forward: ``-sum(labels * logp)`` over the last
     axis, ``logp`` the max-normalised log-softmax (``_fused.log_softmax_rows``,
-    in float32 for 16-bit input) taken as 0 where the logit is ``-inf`` (a
-    masked class is left out: ``rules.loss.safe_log_probs`` in gradrules
-    ops). The mask is the logit's, not ``logp == -inf``: a finite logit whose
-    log-probability overflows (-3e38 beside 3e38) still counts, and its term
-    is 0 where its label is 0 (not 0 * -inf)."""
-    logp = log_softmax_rows(upcast(logits), -1)
-    y = labels.astype(logp.dtype)
-    terms = jnp.where((logits == -jnp.inf) | (y == 0), jnp.zeros((), logp.dtype), y * logp)
-    return (-jnp.sum(terms, -1)).astype(logits.dtype)
+    in float32 for 16-bit input) raised to the dtype's lowest finite value
+    and taken as 0 where the logit is ``-inf`` (a masked class is left out:
+    ``rules.loss.safe_log_probs`` in gradrules ops, which says where the
+    two differ from plain ``labels * logp``). The mask is ``min(max(x,
+    lowest) - lowest, 1)``, 0 where ``x <= lowest`` and 1 elsewhere, and the
+    clamp a maximum: no compare or select, which would split XLA's one CPU
+    reduction fusion of the row (``_fused.row_shift``) into passes that
+    write ``logp`` out and read it back (3x the bytes)."""
+    x = upcast(logits)
+    lowest = jnp.finfo(x.dtype).min
+    logp = jnp.maximum(log_softmax_rows(x, -1), lowest)
+    kept = jnp.minimum(jnp.maximum(x, lowest) - lowest, 1)
+    y = labels.astype(x.dtype)
+    return (-jnp.sum(y * kept * logp, -1)).astype(logits.dtype)

@@ -11,16 +11,19 @@ primitives, transposes of each other where linear:
 
 * ``vocab_parallel_cross_entropy`` (loss and the log-sum-exp pair ``lse``,
   ``lse_lo`` of ``core.numerics.lse_parts``, per token, the same on every
-  shard): from the shards' ``pmax`` and ``psum`` of ``exp(x - max)``; the
+  shard): from the shards' ``pmax`` of their maxima and ``psum`` of their
+  sums of ``exp(x - own max)`` rescaled to the row's (``_vpce_forward``); the
   label's logit from the shard holding it (``psum``); the smoothing mean
   from a ``psum``;
 * ``vocab_parallel_cross_entropy_jvp``, the tangent map
   (``vocab_parallel_tangent``, also its lowering): ``t_lse = psum(sum(p t))``
   and the label's and mean's tangents the same way;
 * ``vocab_parallel_cross_entropy_vjp``, the backward
-  (``vocab_parallel_cotangent``, also its lowering): each shard's slice of
-  cross_entropy's ``g_loss (p - (1 - eps) onehot(label) - eps / V) + g_lse p``,
-  with no collective.
+  (``vocab_parallel_cotangent``): each shard's slice of cross_entropy's
+  ``g_loss (p - (1 - eps) onehot(label) - eps / V) + g_lse p``, with no
+  collective; lowered as cross_entropy's backward (``_vpce_vjp``: the
+  label's entry a scatter of one value per token, the exponentials the
+  forward's), the same maths.
 
 The collectives are JAX's own (``lax.psum``, ``pmax``, ``axis_index``): the
 compositions are gradrules ops and those, so every derivative order is made
@@ -49,7 +52,8 @@ from ..core.numerics import ce_token_value, finite_or_zero, lse_parts, masked_to
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ._compose import cast
-from ._fused import upcast
+from ._fused import shifted_exp, upcast
+from ._loss_xla import dlogits_at_label
 from .arithmetic import add, multiply, subtract
 from .compare import ge, lt, where
 from .gather import one_hot, take_along_axis
@@ -84,11 +88,18 @@ def shard_label_value(x: Any, labels: Any, start: Any) -> Any:
 def _vpce_forward(logits: Array, labels: Array, *, axis_name: str, ignore_index: int,
                   label_smoothing: float) -> list[Array]:
     """The forward's lowering: cross_entropy's ``ce_forward`` with each
-    vocabulary sum and max taken over the shards."""
+    vocabulary sum and max taken over the shards. Each shard sums ``exp(x -
+    m_s)`` with its own shift ``m_s`` (``_fused.shifted_exp``, as the
+    backward's ``_shifted_probs``: under jit, XLA computes one exponential
+    per logit for both) and rescales its sum by ``exp(m_s - m)`` to the
+    shift ``m`` of the whole row (at most 1: a shard whose row is all
+    ``-inf`` has ``m_s = 0`` and adds 0)."""
     x = upcast(logits)
     start, vocab = shard_vocab(axis_name, x.shape[-1])
+    own, _, e = shifted_exp(x, -1)
     shift = finite_or_zero(lax.pmax(jnp.max(x, -1), axis_name))
-    total = lax.psum(jnp.sum(jnp.exp(x - shift[..., None]), -1), axis_name)
+    scale = jnp.exp(jnp.minimum(own[..., 0] - shift, 0))
+    total = lax.psum(jnp.sum(e, -1) * scale, axis_name)
     lse, lse_lo = lse_parts(shift, total, 0.0)
     picked = lax.psum(shard_label_value(x, labels, start), axis_name)
     mean = lax.psum(jnp.sum(x, -1), axis_name) / vocab if label_smoothing else None
@@ -135,6 +146,22 @@ def vocab_parallel_cotangent(logits: Any, labels: Any, lse: Any, lse_lo: Any, g_
     return cast(add(multiply(c, d), multiply(expand_dims(g_lse, axis=-1), p)), dtype)
 
 
+def _vpce_vjp(logits: Array, labels: Array, lse: Array, lse_lo: Array, g_loss: Array,
+              g_lse: Array, *, axis_name: str, ignore_index: int,
+              label_smoothing: float) -> Array:
+    """The backward's lowering: cross_entropy's (``_loss_xla.dlogits_at_label``,
+    the maths of ``vocab_parallel_cotangent`` with the label's entry a
+    scatter of one value per token, not an iota-compare one-hot) at the
+    label's entry in this shard, where it holds it."""
+    shard_size = logits.shape[-1]
+    start, vocab = shard_vocab(axis_name, shard_size)
+    local = labels - start.astype(labels.dtype)
+    holds = (local >= 0) & (local < shard_size)
+    c = masked_tokens(g_loss, labels, vocab, ignore_index)
+    return dlogits_at_label(logits, local, holds, lse, lse_lo, c, g_lse, vocab,
+                            label_smoothing=label_smoothing, z_loss=0.0)
+
+
 vocab_parallel_cross_entropy_p = define_primitive(
     OP, family=FAMILY, operands=("logits", "labels"), outputs=("loss", "lse", "lse_lo"),
     params=VPCE_PARAMS, infer_meta=partial(ce_meta, OP), impl=_vpce_forward,
@@ -145,7 +172,7 @@ vocab_parallel_cross_entropy_jvp_p = define_primitive(
     multiple_results=True, invariant_over="axis_name")
 vocab_parallel_cross_entropy_vjp_p = define_primitive(
     f"{OP}_vjp", family=FAMILY, operands=("logits", "labels", "lse", "lse_lo", "g_loss", "g_lse"),
-    params=VPCE_PARAMS, infer_meta=partial(ce_vjp_meta, OP), impl=vocab_parallel_cotangent,
+    params=VPCE_PARAMS, infer_meta=partial(ce_vjp_meta, OP), impl=_vpce_vjp,
     vary_operands=False)
 
 

@@ -50,7 +50,7 @@ from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR, PRIMITIVES
 from ..primitives._compose import cast, unbroadcast
 from ..primitives.arithmetic import add, multiply
-from ..primitives.compare import eq, where
+from ..primitives.compare import le, where
 from ..primitives.linalg import matmul
 from ..primitives._labels import mask_tokens, one_hot
 from ..primitives.loss import (cross_entropy_cotangent, cross_entropy_jvp_p, cross_entropy_p,
@@ -227,11 +227,16 @@ register_rules(nll_loss_p, linear=(("logp",), ("weight",)),
 # softmax_cross_entropy -------------------------------------------------------------
 def safe_log_probs(logits: Any) -> Any:
     """``log_softmax(logits)`` over the last axis, in float32 for 16-bit
-    logits, with 0 where the logit is ``-inf`` (masked classes, left out of
-    the loss; a finite logit whose log-probability overflows to ``-inf``
-    still counts)."""
-    logp = log_softmax(cast(logits, acc_dtype(aval_of(logits).dtype)), axis=-1)
-    return where(eq(logits, -np.inf), 0.0, logp)
+    logits, with 0 where the logit is ``-inf`` (a masked class, left out of
+    the loss) or the dtype's lowest finite value ``lowest`` (the forward's
+    mask, ``_loss_xla.sce_forward``, is arithmetic and cannot tell the two
+    apart). A finite logit whose log-probability overflows to ``-inf``
+    (logits more than 3.4e38 apart) still counts: here as ``-inf``, in the
+    forward as ``lowest`` (a loss of ``label * 3.4e38`` where its label is
+    not 0, and 0 where it is)."""
+    dtype = acc_dtype(aval_of(logits).dtype)
+    x = cast(logits, dtype)
+    return where(le(x, float(np.finfo(dtype).min)), 0.0, log_softmax(x, axis=-1))
 
 
 def softmax_cross_entropy_composite(logits: Any, labels: Any) -> Any:
