@@ -103,3 +103,43 @@ def test_bad_input_raises_eagerly_and_under_jit(fn, args, kwargs, exc, match) ->
         fn(*args, **kwargs)
     with pytest.raises(exc, match=match):
         jax.jit(lambda *a: fn(*a, **kwargs))(*args)
+
+
+@pytest.mark.parametrize("offset, axis1, axis2", [(1, 2, 0), (0, 0, 1), (-2, 1, 2)])
+def test_trace_grad_costs_no_more_than_jax_numpys(offset, axis1, axis2) -> None:
+    """trace's transpose is ct broadcast over the matrices and kept on the
+    diagonal (``diag`` of one entry repeated along it: no pad of ct to the
+    diagonal's length, which costs XLA's CPU a bounds check per element under
+    a transposed layout), with the diagonal's mask built once per matrix,
+    not per matrix of the stack: jax.numpy's FLOPs, bytes and temp memory,
+    no pad, and the same values."""
+    from gradrules.bench import compiled_costs
+    x = jnp.asarray(RNG.standard_normal((20, 30, 40)), jnp.float32)
+
+    def grad(f):
+        return jax.grad(lambda a, v: jnp.sum(v * f(a, offset, axis1, axis2)))
+
+    w = jnp.cos(mx.trace(x, offset, axis1, axis2))
+    ours, ref = (compiled_costs(grad(f), x, w) for f in (mx.trace, jnp.trace))
+    assert ours.temp_bytes <= ref.temp_bytes + 2**12
+    assert ours.bytes_accessed <= 1.01 * ref.bytes_accessed
+    assert ours.flops <= 1.01 * ref.flops
+    assert " pad(" not in ours.compiled.as_text()
+    np.testing.assert_array_equal(grad(mx.trace)(x, w), grad(jnp.trace)(x, w))
+
+
+def test_diag_of_one_repeated_entry_and_trace_are_each_others_transposes() -> None:
+    """The transpose of trace is diag of ct as one entry repeated along the
+    diagonal; that diag's transpose sums the diagonal (trace) again, so the
+    transpose of the transpose is trace itself, at every offset (an empty
+    diagonal included)."""
+    x = RNG.standard_normal((3, 2, 4))
+    for k in (-3, -1, 0, 2, 4):
+        fn = lambda a: mx.trace(a, k, 2, 0)  # noqa: E731
+        back = jax.linear_transpose(fn, x)
+        ct = RNG.standard_normal(2)
+        (m,) = back(ct)
+        np.testing.assert_array_equal(m, jax.vjp(lambda a: jnp.trace(a, k, 2, 0), x)[1](ct)[0])
+        (again,) = jax.linear_transpose(back, ct)((x,))
+        np.testing.assert_allclose(again, np.trace(x, k, 2, 0), rtol=1e-14)
+        assert "trace" in _primitives(jax.linear_transpose(back, ct), (x,))

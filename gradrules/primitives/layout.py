@@ -4,8 +4,9 @@
 All of them are linear in their array data. Their transposes are made of
 layout and slicing primitives: concatenate <-> split, stack -> select, pad
 -> slice (reflect and replicate also fold the border copies back), flip ->
-flip, roll -> roll by -shift, tile -> a sum over the tiles, repeat -> a sum
-over the copies, tensor_unfold <-> tensor_fold.
+flip, roll -> the roll back by -shift (the cotangent's two pieces padded back
+into place and added), tile -> a sum over the tiles, repeat -> a sum over
+the copies, tensor_unfold <-> tensor_fold.
 """
 
 from __future__ import annotations
@@ -411,7 +412,8 @@ def roll(x: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | N
     x[..., i, ...]`` along ``axis``; ``shift`` and ``axis`` may be tuples
     (broadcast against each other, shifts of one axis adding up), and
     ``axis=None`` rolls the flattened x. Linear; the transpose is the roll by
-    ``-shift``."""
+    ``-shift``, as the pieces of the cotangent padded back into place and
+    added (jnp.roll's transpose)."""
     x = data_arg("roll", "x", x)
     if isinstance(shift, (np.ndarray, jax.Array)) or hasattr(shift, "aval"):
         try:   # a concrete array of ints is static; a traced shift is not supported

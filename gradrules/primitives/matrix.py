@@ -5,8 +5,9 @@ primitives, with no dense 0/1 matrix anywhere: tril and triu are their own
 transposes (masks), ``diagonal`` (a gather of the diagonal's entries, as
 jnp.diagonal) and ``diag`` (the vector broadcast along the matrix and
 selected on the diagonal by an iota comparison) are each other's, and the
-transpose of ``trace`` writes the cotangent along the diagonal (a broadcast
-and a ``diag``).
+transpose of ``trace`` is ``diag`` of the cotangent as one entry repeated
+along the diagonal (a broadcast kept on the diagonal), whose transpose is
+``trace`` again.
 """
 
 from __future__ import annotations
@@ -39,6 +40,16 @@ FAMILY = "matrix"
 def diagonal_length(rows: int, cols: int, offset: int) -> int:
     """The number of entries of diagonal ``offset`` of a [rows, cols] matrix."""
     return max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
+
+
+def diagonal_mask(rows: int, cols: int, offset: int) -> Array:
+    """The [rows, cols] booleans ``i + offset == j``: where diagonal ``offset``
+    lies. Built on one matrix (an iota comparison) and broadcast over any
+    stack of matrices by the caller, so its index arithmetic is paid once,
+    not once per matrix."""
+    i_plus_offset = lax.broadcast_in_dim(lax.iota(np.int32, rows) + np.int32(offset),
+                                         (rows, cols), (0,))
+    return i_plus_offset == lax.broadcasted_iota(np.int32, (rows, cols), 1)
 
 
 def _matrix_rank(op: str, x: Any, arg: str = "x") -> None:
@@ -203,26 +214,31 @@ register_op(OpDef(name="diagonal", family=FAMILY, fn=diagonal, primitives=(diago
 def _diag_infer_meta(v: Any, *, offset: int, rows: int, cols: int) -> ShapedArray:
     check_dtype("diag", "v", v.dtype, "any")
     n = diagonal_length(rows, cols, offset)
-    if len(v.shape) < 1 or v.shape[-1] != n or min(rows, cols) < 0:
+    if len(v.shape) < 1 or (v.shape[-1] != n and v.shape[-1] != 1) or min(rows, cols) < 0:
         raise ValueError(f"{op_name('diag')}: v with shape {tuple(v.shape)} does not hold "
-                         f"diagonal {offset} of a [{rows}, {cols}] matrix ({n} entries)")
+                         f"diagonal {offset} of a [{rows}, {cols}] matrix ({n} entries, or "
+                         "one repeated along it)")
     return shaped_like(v, tuple(v.shape[:-1]) + (rows, cols))
 
 
 def diag_impl(v: Array, *, offset: int, rows: int, cols: int) -> Array:
     """The matrices with v on diagonal ``offset``, as ``jnp.diag`` builds
-    them: v padded to a row (offset >= 0: entry i sits in row i) or a column
+    them: v as a row (offset >= 0: entry i sits in row i) or a column
     index, broadcast along the other axis and kept where ``j - i == offset``
-    (an iota comparison fused into the select, no 0/1 matrix in memory)."""
-    nd, n = v.ndim, v.shape[-1]
-    along = rows if offset >= 0 else cols
-    widths = [(0, 0, 0)] * (nd - 1) + [(0, along - n, 0)]
-    v = lax.pad(v, np.zeros((), v.dtype), widths)
+    (``diagonal_mask``, fused into the select: no 0/1 matrix in memory).
+    v's n entries are first padded to that axis' length; a v of one entry,
+    repeated along the diagonal (``ct * I``, the transpose of ``trace``), is
+    broadcast as it is, with no pad (a pad under a transposed layout costs
+    XLA's CPU a bounds check per element)."""
+    nd = v.ndim
+    if v.shape[-1] != 1:
+        along = rows if offset >= 0 else cols
+        widths = [(0, 0, 0)] * (nd - 1) + [(0, along - v.shape[-1], 0)]
+        v = lax.pad(v, np.zeros((), v.dtype), widths)
     shape = v.shape[:-1] + (rows, cols)
     full = lax.broadcast_in_dim(v, shape, tuple(range(nd - 1)) + (nd - 1 + (offset < 0),))
-    i = lax.broadcasted_iota(np.int32, shape, nd - 1)
-    j = lax.broadcasted_iota(np.int32, shape, nd)
-    return lax.select(j - i == offset, full, lax.full_like(full, 0))
+    on_diagonal = lax.broadcast_in_dim(diagonal_mask(rows, cols, offset), shape, (nd - 1, nd))
+    return lax.select(on_diagonal, full, lax.full_like(full, 0))
 
 
 diag_p = define_primitive("diag", family=FAMILY, operands=("v",),
@@ -283,8 +299,8 @@ def trace(x: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Arra
     offset]`` (0 for an empty diagonal).
 
     Linear; the transpose is the cotangent times the identity (shifted by
-    ``offset``) of the [rows, cols] matrices: the cotangent broadcast along
-    the diagonal and written there by ``diag`` (no dense identity).
+    ``offset``) of the [rows, cols] matrices: the cotangent broadcast over
+    the matrices and kept on the diagonal by ``diag`` (no dense identity).
     """
     (x,) = promote("trace", {"x": x}, "numeric")
     x = widened_integers(x)             # as jnp.trace, narrow integers summed wide

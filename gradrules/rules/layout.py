@@ -1,9 +1,10 @@
 """Rules of the layout family. Every primitive here is linear in its array
 data: the JVP binds it on the tangents (``linear_jvp``) and each transpose is
 made of layout and slicing primitives (concatenate <-> split, stack ->
-select, pad -> slice, roll -> roll, tensor_unfold <-> tensor_fold, ...), so
-derivatives of any order are compositions of catalog primitives. Batching
-rules move the batch axis to the front and bind the primitive once."""
+select, pad -> slice, roll -> split, pad and add, tensor_unfold <->
+tensor_fold, ...), so derivatives of any order are compositions of catalog
+primitives. Batching rules move the batch axis to the front and bind the
+primitive once."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+
+import jax
 
 from .._jax import (BatchDim, BatchResult, Cotangent, MaybeUndefined, aval_of, is_undefined_primal)
 from ..core.primitive import register_rules
@@ -187,12 +190,31 @@ register_rules(flip_p, linear=("x",), jvp=partial(linear_jvp, flip_p),   # its o
 
 
 # -------------------------------------------------------------------- roll
+def _unroll_axis(ct: Any, axis: int, shift: int) -> Any:
+    """The roll back by ``-shift`` along ``axis`` (of size n), written as the
+    transpose of the forward's two slices and concatenate: ``ct[:shift]``
+    and ``ct[shift:]`` padded with zeros back into place and added,
+    ``x_ct = pad(ct[shift:], (0, shift)) + pad(ct[:shift], (n - shift, 0))``.
+    XLA fuses the pads and the add into one pass over the output, where a
+    second slices-and-concatenate would keep a copy of the larger piece."""
+    n = aval_of(ct).shape[axis]
+    head, tail = split_p.bind(ct, sizes=(shift, n - shift), axis=axis)
+    return add(pad_axis(tail, axis, 0, shift), pad_axis(head, axis, n - shift, 0))
+
+
 def _roll_transpose(ct: Cotangent, x: MaybeUndefined, *, shifts: tuple[int, ...],
                     axes: tuple[int, ...]) -> list[Any]:
-    """The roll back, by -shift (mod n)."""
+    """The roll back, by -shift (mod n) along every rolled axis, one axis
+    after the other (``_unroll_axis``). Where a rolled size is symbolic
+    (``jax.export``: the shift is then ``s mod n``, which split cannot size
+    a piece by), the same map as a roll by ``n - shift``."""
     shape = aval_of(x).shape
-    back = tuple((shape[a] - s) % shape[a] for s, a in zip(shifts, axes))
-    return [roll_p.bind(ct, shifts=back, axes=axes)]
+    if any(jax.export.is_symbolic_dim(shape[a]) for a in axes):
+        back = tuple((shape[a] - s) % shape[a] for s, a in zip(shifts, axes))
+        return [roll_p.bind(ct, shifts=back, axes=axes)]
+    for axis, shift in zip(axes, shifts):
+        ct = _unroll_axis(ct, axis, shift)
+    return [ct]
 
 
 def _roll_batch(args: Sequence[Any], dims: Sequence[BatchDim], *, shifts: tuple[int, ...],

@@ -2,9 +2,10 @@
 binds it on the tangent (``linear_jvp``) and the transposes are matrix
 primitives again: tril and triu are masks, their own transposes; diagonal
 (a gather of the diagonal) and diag (a broadcast selected on the diagonal)
-are each other's; trace's writes the broadcast cotangent along the diagonal with
-``diag``. Batching moves the batch axis to the front (axis params shifted by one) and
-binds the primitive once."""
+are each other's; trace's is diag of the cotangent as one entry repeated
+along the diagonal, whose transpose is trace again. Batching moves the
+batch axis to the front (axis params shifted by one) and binds the
+primitive once."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from .._jax import Cotangent, MaybeUndefined, aval_of
 from ..core.primitive import register_rules
-from ..primitives.matrix import diag_p, diagonal_length, diagonal_p, trace_p, tril_p, triu_p
+from ..primitives.matrix import diag_p, diagonal_p, trace_p, tril_p, triu_p
 from ..primitives.shape import broadcast_in_dim_p, transpose_p
 from ._common import front_batch, linear_jvp, shifted_front_batch
 from ._fused import transpose_to
@@ -56,9 +57,15 @@ register_rules(diagonal_p, linear=("x",), jvp=partial(linear_jvp, diagonal_p),
 # -------------------------------------------------------------------- diag
 def _diag_transpose(ct: Cotangent, v: MaybeUndefined, *, offset: int, rows: int,
                     cols: int) -> list[Any]:
-    """The diagonal of ct (``diagonal``)."""
+    """The diagonal of ct (``diagonal``); for a v of one entry repeated along
+    the diagonal, the diagonal's sum (``trace``), kept as an axis of one."""
     nd = len(aval_of(ct).shape)
-    return [diagonal_p.bind(ct, offset=offset, axis1=nd - 2, axis2=nd - 1)]
+    v_shape = tuple(aval_of(v).shape)
+    if v_shape[-1] != 1:
+        return [diagonal_p.bind(ct, offset=offset, axis1=nd - 2, axis2=nd - 1)]
+    summed = trace_p.bind(ct, offset=offset, axis1=nd - 2, axis2=nd - 1)
+    return [broadcast_in_dim_p.bind(summed, shape=v_shape,
+                                    broadcast_dimensions=tuple(range(nd - 2)))]
 
 
 register_rules(diag_p, linear=("v",), jvp=partial(linear_jvp, diag_p),
@@ -68,14 +75,13 @@ register_rules(diag_p, linear=("v",), jvp=partial(linear_jvp, diag_p),
 # ------------------------------------------------------------------- trace
 def _trace_transpose(ct: Cotangent, x: MaybeUndefined, *, offset: int, axis1: int,
                      axis2: int) -> list[Any]:
-    """ct times the (shifted) identity: ct broadcast along the diagonal and
-    written there by diag."""
-    shape = tuple(aval_of(x).shape)
-    n = diagonal_length(shape[axis1], shape[axis2], offset)
+    """ct times the (shifted) identity: ct as the one entry repeated along
+    the diagonal, written there by diag (a broadcast of ct over the matrix
+    kept on the diagonal, as jnp.trace's transpose)."""
     rest = tuple(aval_of(ct).shape)
-    along = broadcast_in_dim_p.bind(ct, shape=rest + (n,),
-                                    broadcast_dimensions=tuple(range(len(rest))))
-    return [embed_diagonal(along, shape, offset, axis1, axis2)]
+    one = broadcast_in_dim_p.bind(ct, shape=rest + (1,),
+                                  broadcast_dimensions=tuple(range(len(rest))))
+    return [embed_diagonal(one, tuple(aval_of(x).shape), offset, axis1, axis2)]
 
 
 register_rules(trace_p, linear=("x",), jvp=partial(linear_jvp, trace_p),
