@@ -157,3 +157,56 @@ def test_divide_gradient_in_y_is_finite_where_x_over_y_squared_is():
     (jax.numpy's x * y**-2 gives -inf there)."""
     x = y = jnp.float32(1e-20)
     np.testing.assert_allclose(jax.grad(gradrules.divide, 1)(x, y), -1e20, rtol=1e-6)
+
+
+def _hvp_costs(fn, args):
+    """(ours, jax.numpy's) compiled costs of the Hessian-vector product of
+    sum(w * f(*args)) in every operand, for ``fn`` a (gradrules, jnp) pair;
+    w and the tangents are arguments, so that XLA folds nothing away."""
+    from gradrules.bench import compiled_costs
+    n = len(args)
+    extra = (jnp.cos(args[0]),) + tuple(jnp.sin(a) for a in args)
+
+    def hvp(f):
+        def run(*a):
+            w, tangents = a[n], a[n + 1:]
+            grad = jax.grad(lambda *b: jnp.sum(w * f(*b)), argnums=tuple(range(n)))
+            return jax.jvp(grad, a[:n], tangents)[1]
+        return run
+    return tuple(compiled_costs(hvp(f), *args, *extra) for f in fn)
+
+
+def test_lerp_hessian_vector_product_does_no_more_work_than_jnp():
+    """x's cotangent is ct - ct w, sharing y's ct w (ct (1 - w) took a
+    product of its own), and a subtraction's tangent is one subtract (not a
+    negation and an add): the HVP takes jax.numpy's FLOPs and bytes (1.5x
+    and 1.11x before)."""
+    x, y, w = (jnp.linspace(a, b, 64 * 64, dtype=jnp.float32).reshape(64, 64)
+               for a, b in ((-1.0, 1.0), (0.5, 2.0), (0.1, 0.9)))
+    ours, ref = _hvp_costs((lerp, lambda a, b, c: a + c * (b - a)), (x, y, w))
+    assert ours.flops <= ref.flops
+    assert ours.bytes_accessed <= ref.bytes_accessed
+
+
+def test_pow_derivatives_need_no_select_after_the_safe_exponent():
+    """d/dx = y x**(y - 1) with the exponent taken as 0 where y == 0 is
+    already 0 there: no select after it. The gradient takes at most 1.45x
+    jax.numpy's FLOPs (1.57x before; the two guards that keep (0, 0) finite
+    in every order are what is left), the HVP no more bytes (1.16x before),
+    and (0, 0) stays finite."""
+    x = jnp.linspace(0.5, 2.0, 64 * 64, dtype=jnp.float32).reshape(64, 64)
+    y = jnp.linspace(-2.0, 2.0, 64 * 64, dtype=jnp.float32).reshape(64, 64)
+    from gradrules.bench import compiled_costs
+    w = jnp.cos(x)
+
+    def grad(f):
+        return jax.grad(lambda a, b, v: jnp.sum(v * f(a, b)), argnums=(0, 1))
+
+    ours, ref = (compiled_costs(grad(f), x, y, w) for f in (gradrules.pow, jnp.power))
+    assert ours.flops <= 1.45 * ref.flops
+    ours, ref = _hvp_costs((gradrules.pow, jnp.power), (x, y))
+    assert ours.bytes_accessed <= ref.bytes_accessed
+    for a, b in zip(grad(gradrules.pow)(x, y, w), grad(jnp.power)(x, y, w)):
+        np.testing.assert_allclose(a, b, rtol=2e-6)
+    hess = jax.hessian(gradrules.pow, argnums=(0, 1))(0.0, 0.0)
+    assert np.all(np.isfinite(np.asarray(jax.tree_util.tree_leaves(hess))))

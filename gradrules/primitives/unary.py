@@ -83,9 +83,15 @@ tanh_p, tanh = _unary("tanh", jnp.tanh, "tanh x. d/dx = 1 - tanh(x)**2.")
 asinh_p, asinh = _unary("asinh", jnp.arcsinh, "arcsinh x. d/dx = 1 / sqrt(x**2 + 1).")
 acosh_p, acosh = _unary("acosh", jnp.arccosh, "arccosh x for x >= 1. d/dx = 1 / sqrt(x**2 - 1).")
 atanh_p, atanh = _unary("atanh", jnp.arctanh, "arctanh x on (-1, 1). d/dx = 1 / (1 - x**2).")
-sinc_p, sinc = _unary("sinc", jnp.sinc, """The normalised sinc sin(pi x) / (pi x), 1 at x == 0
+def _sinc_impl(x: Array) -> Array:
+    pi_x = x * jnp.pi
+    return jnp.where(x == 0, 1, jnp.sin(pi_x) / pi_x)
+
+
+sinc_p, sinc = _unary("sinc", _sinc_impl, """The normalised sinc sin(pi x) / (pi x), 1 at x == 0
 (jnp.sinc).
 
 d/dx = (cos(pi x) - sinc(x)) / x for |x| > eps**(1/16) of the dtype, and its
 Taylor series x * sum_j c_j x**(2j) below (``gradrules/rules/unary.py``):
-finite and exact at x == 0 in every order (sinc'(0) = 0, sinc''(0) = -pi**2/3).""")
+finite and exact at x == 0 in every order (sinc'(0) = 0, sinc''(0) = -pi**2/3).""",
+                      reference=jnp.sinc)

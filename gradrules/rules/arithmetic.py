@@ -38,12 +38,14 @@ from ._fused import transpose_to
 # add (and residual_add, subtract) ----------------------------------------------
 def _sum_jvp(prim: Primitive, sign: float, primals: Sequence[Any],
              tangents: Sequence[Tangent]) -> JvpResult:
-    """t_out = t_x + sign * t_y (add, residual_add: +1; subtract: -1)."""
+    """t_out = t_x + sign * t_y (add, residual_add: +1; subtract: -1): one
+    subtract where both tangents are there (not a negation and an add)."""
     out = prim.bind(*primals)
     tx, ty = tangents
-    if not is_zero(ty) and sign < 0:
-        ty = neg(ty)
-    t = add_tangents(tx, ty)
+    if sign < 0 and not is_zero(ty):
+        t = neg(ty) if is_zero(tx) else subtract(tx, ty)
+    else:
+        t = add_tangents(tx, ty)
     return out, (_jax.zero_tangent(out) if is_zero(t) else broadcast_like(t, np.shape(out)))
 
 
@@ -108,7 +110,8 @@ def _divide_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResul
     if not is_zero(tx):
         t = divide(tx, y)
     if not is_zero(ty):
-        t = add_tangents(t, neg(multiply(divide(divide(ty, y), y), x)))
+        t_y = multiply(divide(divide(ty, y), y), x)
+        t = neg(t_y) if is_zero(t) else subtract(t, t_y)
     return out, (t if is_zero(t) else broadcast_like(t, np.shape(out)))
 
 
@@ -125,10 +128,11 @@ register_rules(divide_p, jvp=_divide_jvp, transpose=_divide_transpose,
 
 # pow -----------------------------------------------------------------------
 def _pow_dx(x: Any, y: Any, out: Any) -> Any:
-    """y * x**(y - 1), 0 where y == 0 (also at x == 0)."""
-    y_zero = eq(y, 0.0)
-    safe_y = where(y_zero, 1.0, y)
-    return where(y_zero, 0.0, multiply(safe_y, pow(x, subtract(safe_y, 1.0))))
+    """y * x**(y - 1), 0 where y == 0 (also at x == 0): there the exponent is
+    taken as 0, and y * x**0 = 0 with no select after it; every derivative
+    of that branch is finite too (the exponent's tangent is 0 there)."""
+    safe_y = where(eq(y, 0.0), 1.0, y)
+    return multiply(y, pow(x, subtract(safe_y, 1.0)))
 
 
 def _pow_dy(x: Any, y: Any, out: Any) -> Any:
@@ -251,12 +255,16 @@ def _lerp_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
 
 def _lerp_transpose(ct: Cotangent, x: MaybeUndefined, y: MaybeUndefined,
                     w: MaybeUndefined) -> list[Any]:
-    """ct (1 - w) for x and ct w for y, each summed down to its shape."""
+    """ct - ct w for x and ct w for y, each summed down to its shape: the
+    two share the product ct w (jax.numpy's gradient of x + w (y - x) does
+    the same), and their tangents along w are one product and its negation
+    (ct (1 - w) took a product of its own: 1.5x the FLOPs of jax.numpy's
+    Hessian-vector product)."""
     if is_undefined_primal(w):
         raise ValueError("gradrules.lerp is not linear in its weight w")
-    ct_x = unbroadcast(multiply(ct, subtract(1.0, w)), x.aval) if is_undefined_primal(x) \
-        else None
-    ct_y = unbroadcast(multiply(ct, w), y.aval) if is_undefined_primal(y) else None
+    ct_w = multiply(ct, w)
+    ct_x = unbroadcast(subtract(ct, ct_w), x.aval) if is_undefined_primal(x) else None
+    ct_y = unbroadcast(ct_w, y.aval) if is_undefined_primal(y) else None
     return [ct_x, ct_y, None]
 
 

@@ -239,22 +239,41 @@ register_rules(u.atanh_p, **elementwise_rules(u.atanh_p, _atanh_dx))
 
 
 # sinc'(x) = x * sum_j c_j x**(2j), c_j = (-1)**(j+1) (2j+2) pi**(2j+2) / (2j+3)!
-# (from sinc(x) = sum_k (-1)**k (pi x)**(2k) / (2k+1)!). 9 terms: below
-# t = eps**(1/16) (0.105 in float64, 0.37 in float32, 0.74 in bfloat16) the
-# first omitted term and its derivatives are far below eps (3e-27 of the
-# leading term in float64, 5e-12 in bfloat16).
+# (from sinc(x) = sum_k (-1)**k (pi x)**(2k) / (2k+1)!).
 _SINC_DX = tuple((-1) ** (j + 1) * (2 * j + 2) * math.pi ** (2 * j + 2) / math.factorial(2 * j + 3)
-                 for j in range(9))
+                 for j in range(12))
+
+
+def sinc_dx_terms(t: float, eps: float) -> int:
+    """How many terms of sinc' 's series are used below t: up to the first
+    whose relative size |c_n / c_0| t**(2n) is below eps (5 in float32 at
+    t = 0.37, 6 in float64 at t = 0.105, 4 in bfloat16 at t = 0.74): the
+    omitted rest is below eps there, and the series no longer than needed."""
+    return next(n for n in range(1, len(_SINC_DX))
+                if abs(_SINC_DX[n] / _SINC_DX[0]) * t ** (2 * n) < eps)
 
 
 def _sinc_dx(x: Any, out: Any) -> Any:
-    """(cos(pi x) - sinc(x)) / x where |x| > t = eps**(1/16), its Taylor
-    series x * P(x**2) below. The formula cancels near 0 (its k-th
-    derivative is off by about eps / |x|**(k+1), 2e-12 for the third at t
-    in float64); the series is exact there, at 0 too, in every order."""
-    small, xs, safe = split_near_zero(x, eps_root(x, 16))
-    formula = divide(subtract(u.cos(multiply(safe, math.pi)), out), safe)
-    series = multiply(xs, polynomial(u.square(xs), _SINC_DX))
+    """(cos(pi x) - sin(pi x) / (pi x)) / x where |x| > t = eps**(1/16), its
+    Taylor series x * P(x**2) below (``sinc_dx_terms`` terms). The formula
+    cancels near 0 (its k-th derivative is off by about eps / |x|**(k+1),
+    2e-12 for the third at t in float64); the series is exact there, at 0
+    too, in every order. Double where: the formula is evaluated at x = 1
+    below t, the series at x**2 = 0 above it (x * P(0) is finite for any x),
+    so neither branch is inf or NaN where it is not selected, in any order.
+
+    sin and cos share one argument, and the formula takes sin(pi x) / (pi x)
+    at its safe x rather than ``out``: the gradient needs no forward pass
+    (19 FLOPs an element where jnp.sinc's takes 18; 9 series terms and
+    ``out`` took 34)."""
+    t = eps_root(x, 16)
+    x2 = u.square(x)
+    small = le(x2, t * t)
+    safe = where(small, 1.0, x)
+    y = multiply(safe, math.pi)
+    formula = divide(subtract(u.cos(y), divide(u.sin(y), y)), safe)
+    coefficients = _SINC_DX[:sinc_dx_terms(t, eps_root(x, 1))]
+    series = multiply(x, polynomial(where(small, x2, 0.0), coefficients))
     return where(small, series, formula)
 
 
