@@ -424,8 +424,8 @@ def _float_leaves(tree: Any) -> list[Any]:
     return [x for x in jax.tree_util.tree_leaves(tree) if jnp.issubdtype(x.dtype, jnp.floating)]
 
 
-def _mode(fn: Callable[..., Any], mode: str, case: BenchCase, args: tuple[Any, ...]
-          ) -> tuple[Callable[..., Any], tuple[Any, ...]] | None:
+def mode_function(fn: Callable[..., Any], mode: str, args: Sequence[Any],
+                  diff: Sequence[int] = (0,)) -> tuple[Callable[..., Any], tuple[Any, ...]] | None:
     """(function, extra arguments): ``fn`` itself, the gradient of ``sum_i
     sum(w_i * out_i)`` over its float outputs in the ``diff`` arguments, or
     that gradient's JVP along tangents (a Hessian-vector product); None where
@@ -436,7 +436,7 @@ def _mode(fn: Callable[..., Any], mode: str, case: BenchCase, args: tuple[Any, .
     if mode == "forward":
         return fn, ()
     outs = _float_leaves(jax.eval_shape(fn, *args))
-    if not outs or not case.diff:
+    if not outs or not diff:
         return None
     ws = tuple(jnp.cos(jnp.arange(np.prod(o.shape), dtype=o.dtype)).reshape(o.shape)
                for o in outs)
@@ -445,24 +445,23 @@ def _mode(fn: Callable[..., Any], mode: str, case: BenchCase, args: tuple[Any, .
     def grad(*a: Any) -> Any:
         def loss(*d: Any) -> Any:
             full = list(a[:n])
-            for i, v in zip(case.diff, d):
+            for i, v in zip(diff, d):
                 full[i] = v
             return sum(jnp.sum(w * o) for w, o in zip(a[n:n + m], _float_leaves(fn(*full))))
-        return jax.grad(loss, argnums=tuple(range(len(case.diff))))(
-            *(a[i] for i in case.diff))
+        return jax.grad(loss, argnums=tuple(range(len(diff))))(*(a[i] for i in diff))
 
     if mode == "grad":
         return grad, ws
     tangents = tuple(jnp.sin(jnp.arange(args[i].size, dtype=args[i].dtype)
-                             ).reshape(args[i].shape) for i in case.diff)
+                             ).reshape(args[i].shape) for i in diff)
 
     def hvp(*a: Any) -> Any:
         def g(*d: Any) -> Any:
             full = list(a[:n + m])
-            for i, v in zip(case.diff, d):
+            for i, v in zip(diff, d):
                 full[i] = v
             return grad(*full)
-        return jax.jvp(g, tuple(a[i] for i in case.diff), tuple(a[n + m:]))[1]
+        return jax.jvp(g, tuple(a[i] for i in diff), tuple(a[n + m:]))[1]
     return hvp, ws + tangents
 
 
@@ -505,12 +504,12 @@ def bench_rows(cases: Sequence[BenchCase] = BENCH_CASES, *, quick: bool = False,
         for mode in modes:
             name = f"{case.name} {mode}"
             try:
-                made = _mode(ours, mode, case, args)
+                made = mode_function(ours, mode, args, case.diff)
                 if made is None:
                     continue
                 if progress:
                     progress(name)
-                rows.append(_bench_row(name, made, _mode(ref, mode, case, args), args,
+                rows.append(_bench_row(name, made, mode_function(ref, mode, args, case.diff), args,
                                        repeats, max_seconds))
             except Exception as e:  # noqa: BLE001  (reported, the run goes on)
                 if failures is None:

@@ -43,3 +43,17 @@ def check_vmap_binds_once(name, fn, args):
     assert count_bound(vfn, *args, name=name) == 1
     loop = np.stack([fn(*[a[b] for a in args]) for b in range(2)])
     np.testing.assert_array_equal(vfn(*args), loop)
+
+
+def mode_costs(mode, fns, *args, diff=(0,)):
+    """For each of ``fns`` (gradrules' and jax.numpy's), in ``mode`` ("grad":
+    the gradient of sum(w * out) in the arguments at ``diff``; "hvp": its JVP)
+    built as ``gradrules bench`` builds it (``bench.mode_function``: weights
+    and tangents are arguments, so XLA folds nothing away): its compiled
+    costs (``bench.compiled_costs``) and its value, jitted."""
+    from gradrules.bench import compiled_costs, mode_function
+    out = []
+    for f in fns:
+        fn, extra = mode_function(f, mode, args, diff)
+        out.append((compiled_costs(fn, *args, *extra), jax.jit(fn)(*args, *extra)))
+    return out

@@ -12,6 +12,8 @@ import jax.numpy as jnp
 import gradrules
 from gradrules.primitives.arithmetic import hypot, lerp, logaddexp
 
+from _helpers import mode_costs
+
 INF = np.inf
 
 
@@ -135,19 +137,17 @@ def test_divide_grad_by_a_broadcast_divisor_keeps_no_buffer_of_the_output_size()
     part -ct x before dividing it by y: no 1 / y broadcast to x's size is
     written for two loops to share, the sum does not wait for x's cotangent,
     and no more bytes or FLOPs than jax.numpy's gradient."""
-    from gradrules.bench import compiled_costs
     x = jnp.linspace(0.5, 2.0, 64 * 32 * 48, dtype=jnp.float32).reshape(64, 32, 48)
     y = jnp.linspace(1.0, 3.0, 32, dtype=jnp.float32)
-    w = jnp.cos(x)
-
-    def grad(f):
-        return jax.grad(lambda a, b, v: jnp.sum(v * f(a, b[:, None])), argnums=(0, 1))
-
-    ours, ref = (compiled_costs(grad(f), x, y, w) for f in (gradrules.divide, jnp.divide))
+    fns = [lambda a, b, f=f: f(a, b[:, None]) for f in (gradrules.divide, jnp.divide)]
+    (ours, _), (ref, _) = mode_costs("grad", fns, x, y, diff=(0, 1))
     assert ours.temp_bytes <= ref.temp_bytes + 2**12
     assert ours.bytes_accessed <= 1.01 * ref.bytes_accessed
     assert ours.flops <= 1.01 * ref.flops
-    for a, b in zip(grad(gradrules.divide)(x, y, w), grad(jnp.divide)(x, y, w)):
+    # values with smooth weights: y's sums do not cancel as with the bench's cos(0, 1, 2, ...)
+    w = jnp.cos(x)
+    got, want = (jax.grad(lambda a, b, f=f: jnp.sum(w * f(a, b)), (0, 1))(x, y) for f in fns)
+    for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=2e-6)
 
 
@@ -159,23 +159,6 @@ def test_divide_gradient_in_y_is_finite_where_x_over_y_squared_is():
     np.testing.assert_allclose(jax.grad(gradrules.divide, 1)(x, y), -1e20, rtol=1e-6)
 
 
-def _hvp_costs(fn, args):
-    """(ours, jax.numpy's) compiled costs of the Hessian-vector product of
-    sum(w * f(*args)) in every operand, for ``fn`` a (gradrules, jnp) pair;
-    w and the tangents are arguments, so that XLA folds nothing away."""
-    from gradrules.bench import compiled_costs
-    n = len(args)
-    extra = (jnp.cos(args[0]),) + tuple(jnp.sin(a) for a in args)
-
-    def hvp(f):
-        def run(*a):
-            w, tangents = a[n], a[n + 1:]
-            grad = jax.grad(lambda *b: jnp.sum(w * f(*b)), argnums=tuple(range(n)))
-            return jax.jvp(grad, a[:n], tangents)[1]
-        return run
-    return tuple(compiled_costs(hvp(f), *args, *extra) for f in fn)
-
-
 def test_lerp_hessian_vector_product_does_no_more_work_than_jnp():
     """x's cotangent is ct - ct w, sharing y's ct w (ct (1 - w) took a
     product of its own), and a subtraction's tangent is one subtract (not a
@@ -183,7 +166,8 @@ def test_lerp_hessian_vector_product_does_no_more_work_than_jnp():
     and 1.11x before)."""
     x, y, w = (jnp.linspace(a, b, 64 * 64, dtype=jnp.float32).reshape(64, 64)
                for a, b in ((-1.0, 1.0), (0.5, 2.0), (0.1, 0.9)))
-    ours, ref = _hvp_costs((lerp, lambda a, b, c: a + c * (b - a)), (x, y, w))
+    (ours, _), (ref, _) = mode_costs("hvp", (lerp, lambda a, b, c: a + c * (b - a)), x, y, w,
+                                     diff=(0, 1, 2))
     assert ours.flops <= ref.flops
     assert ours.bytes_accessed <= ref.bytes_accessed
 
@@ -196,17 +180,11 @@ def test_pow_derivatives_need_no_select_after_the_safe_exponent():
     and (0, 0) stays finite."""
     x = jnp.linspace(0.5, 2.0, 64 * 64, dtype=jnp.float32).reshape(64, 64)
     y = jnp.linspace(-2.0, 2.0, 64 * 64, dtype=jnp.float32).reshape(64, 64)
-    from gradrules.bench import compiled_costs
-    w = jnp.cos(x)
-
-    def grad(f):
-        return jax.grad(lambda a, b, v: jnp.sum(v * f(a, b)), argnums=(0, 1))
-
-    ours, ref = (compiled_costs(grad(f), x, y, w) for f in (gradrules.pow, jnp.power))
+    (ours, got), (ref, want) = mode_costs("grad", (gradrules.pow, jnp.power), x, y, diff=(0, 1))
     assert ours.flops <= 1.45 * ref.flops
-    ours, ref = _hvp_costs((gradrules.pow, jnp.power), (x, y))
-    assert ours.bytes_accessed <= ref.bytes_accessed
-    for a, b in zip(grad(gradrules.pow)(x, y, w), grad(jnp.power)(x, y, w)):
+    for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=2e-6)
+    (ours, _), (ref, _) = mode_costs("hvp", (gradrules.pow, jnp.power), x, y, diff=(0, 1))
+    assert ours.bytes_accessed <= ref.bytes_accessed
     hess = jax.hessian(gradrules.pow, argnums=(0, 1))(0.0, 0.0)
     assert np.all(np.isfinite(np.asarray(jax.tree_util.tree_leaves(hess))))

@@ -83,7 +83,12 @@ tanh_p, tanh = _unary("tanh", jnp.tanh, "tanh x. d/dx = 1 - tanh(x)**2.")
 asinh_p, asinh = _unary("asinh", jnp.arcsinh, "arcsinh x. d/dx = 1 / sqrt(x**2 + 1).")
 acosh_p, acosh = _unary("acosh", jnp.arccosh, "arccosh x for x >= 1. d/dx = 1 / sqrt(x**2 - 1).")
 atanh_p, atanh = _unary("atanh", jnp.arctanh, "arctanh x on (-1, 1). d/dx = 1 / (1 - x**2).")
+
+
 def _sinc_impl(x: Array) -> Array:
+    """sin(pi x) / (pi x), 1 at x == 0: jnp.sinc's value without its
+    Maclaurin branch (which only serves jnp's own derivatives; gradrules'
+    are the rules')."""
     pi_x = x * jnp.pi
     return jnp.where(x == 0, 1, jnp.sin(pi_x) / pi_x)
 

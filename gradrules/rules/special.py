@@ -197,9 +197,9 @@ def _order_one_dx(order_zero: Any, series: tuple[float, ...], x: Any, out: Any) 
     every order (C1'(0) = 1/2, and the third derivative of C1 at 0 is 3/8 for
     I1, -3/8 for J1). Double where: the formula at 1 where |x| <= t, the
     series at 0 elsewhere."""
-    small, xs, safe = split_near_zero(x, eps_root(x, 16))
+    small, x2s, safe = split_near_zero(x, eps_root(x, 16), squared=True)
     formula = subtract(order_zero(safe), divide(out, safe))
-    return where(small, polynomial(square(xs), series), formula)
+    return where(small, polynomial(x2s, series), formula)
 
 
 def _bessel_i1_dx(x: Any, out: Any) -> Any:
