@@ -57,3 +57,19 @@ def mode_costs(mode, fns, *args, diff=(0,)):
         fn, extra = mode_function(f, mode, args, diff)
         out.append((compiled_costs(fn, *args, *extra), jax.jit(fn)(*args, *extra)))
     return out
+
+
+def check_symbolic_export(fn, shape, sizes, rng, symbol):
+    """The value and gradient of ``sum(out ** 2)`` over fn's outputs, jitted
+    and exported once for x of the symbolic ``shape`` (text, in ``symbol``),
+    equal the direct computation at each of ``sizes`` of the symbol."""
+    def loss(x):
+        return sum(red.sum(o * o) for o in jax.tree_util.tree_leaves(fn(x)))
+    program = jax.jit(jax.value_and_grad(loss))
+    spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape(shape), np.float32)
+    exported = jax.export.export(program)(spec)
+    for n in sizes:
+        dims = [eval(d, {symbol: n}) for d in shape.split(",")]  # noqa: S307
+        x = rng.uniform(-1, 1, dims).astype(np.float32)
+        for got, want in zip(exported.call(x), program(x)):
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

@@ -10,7 +10,7 @@ import pytest
 
 from gradrules.primitives import matrix as mx
 
-from _helpers import count_bound, mode_costs, vjp_of
+from _helpers import check_symbolic_export, count_bound, mode_costs, vjp_of
 
 RNG = np.random.default_rng(0)
 A = RNG.standard_normal((3, 4))
@@ -138,3 +138,26 @@ def test_diag_of_one_repeated_entry_and_trace_are_each_others_transposes() -> No
         (again,) = jax.linear_transpose(back, ct)((x,))
         np.testing.assert_allclose(again, np.trace(x, k, 2, 0), rtol=1e-14)
         assert "trace" in _primitives(jax.linear_transpose(back, ct), (x,))
+
+
+# ------------------------------------------------- symbolic sizes (export)
+SYMBOLIC_CASES = {
+    # (function of x, x's symbolic shape): called at n = 2 and n = 5
+    **{f"diagonal_{k}": (lambda x, k=k: mx.diagonal(x, k), "n, n") for k in (-1, 0, 1)},
+    "diagonal_past_the_edge": (lambda x: mx.diagonal(x, 3), "n, n"),
+    "diagonal_of_a_stack": (lambda x: mx.diagonal(x, 1, 2, 0), "n, 3, n + 1"),
+    **{f"trace_{k}": (lambda x, k=k: mx.trace(x, k), "n, n") for k in (-2, 0, 1)},
+    "trace_of_a_stack": (lambda x: mx.trace(x, -1, 1, 2), "3, n, 2 * n"),
+    **{f"diag_{k}": (lambda v, k=k: mx.diag(v, k), "n") for k in (-2, 0, 1)},
+    "diag_of_a_matrix": (lambda x: mx.diag(x, -1), "n, n"),
+}
+
+
+@pytest.mark.parametrize("name", SYMBOLIC_CASES)
+def test_export_of_values_and_grads_with_a_symbolic_matrix_size(name) -> None:
+    """diagonal, trace and diag take a symbolic matrix size (the diagonal's
+    length ``max(0, min(rows + min(k, 0), cols - max(k, 0)))`` symbolic
+    too): the value and gradient of ``sum(out ** 2)`` exported once equal
+    the direct computation at two sizes."""
+    fn, shape = SYMBOLIC_CASES[name]
+    check_symbolic_export(fn, shape, (2, 5), RNG, "n")

@@ -11,7 +11,7 @@ from gradrules.primitives import layout as lo
 from gradrules.primitives import reduction as red
 from gradrules.primitives import slicing as sl
 
-from _helpers import count_bound, vjp_of
+from _helpers import check_symbolic_export, count_bound, vjp_of
 
 RNG = np.random.default_rng(0)
 X = RNG.uniform(-1, 1, (3, 4))
@@ -87,6 +87,68 @@ def test_split_and_concatenate_are_each_others_transpose() -> None:
     # only one piece used: the others transpose from symbolic zeros
     g = jax.grad(lambda x: red.sum(sl.split(x, indices_or_sections=2, axis=1)[1]))(X)
     np.testing.assert_array_equal(g, [[0, 0, 1, 1]] * 3)
+
+
+# ------------------------------------------------- symbolic sizes (export)
+SYMBOLIC_CASES = {
+    # (function of x, x's symbolic shape, the sizes of its symbol to call at)
+    "slice_to_a_symbolic_limit": (
+        lambda x: sl.slice(x, start=(1, 1), limit=(x.shape[0], 4)), "b + 1, 5", (1, 4)),
+    "slice_with_strides_to_a_symbolic_limit": (
+        lambda x: sl.slice(x, start=(0, 1), limit=(x.shape[0], 5), strides=(2, 3)), "b, 5",
+        (2, 5)),
+    "slice_from_a_symbolic_start": (
+        lambda x: sl.slice(x, start=(x.shape[0] - 2, 0), limit=x.shape), "b + 2, 3", (1, 4)),
+    "split_into_sections_of_a_symbolic_axis": (
+        lambda x: sl.split(x, indices_or_sections=2, axis=0), "2*b, 3", (1, 3)),
+    "split_at_points_of_a_symbolic_axis": (
+        lambda x: sl.split(x, indices_or_sections=(1,), axis=1), "3, b", (1, 4)),
+    "split_at_a_symbolic_point": (
+        lambda x: sl.split(x, indices_or_sections=(1, x.shape[0] - 1), axis=0), "b + 1, 2",
+        (1, 4)),
+    "dynamic_slice_of_a_symbolic_size": (
+        lambda x: sl.dynamic_slice(x, (1, 0), slice_sizes=(2, x.shape[1])), "3, b", (1, 4)),
+    "row_slice_of_symbolic_rows": (
+        lambda x: sl.row_slice(x, rows=x.shape[0], cols=3, row_index=0), "b, 3", (1, 4)),
+    # transposed by a pad whose widths are symbolic (pad's infer_meta)
+    "slice_that_may_be_empty": (
+        lambda x: sl.slice(x, start=(1,), limit=(x.shape[0],)), "b", (1, 4)),
+    "slice_of_the_last_entry": (
+        lambda x: sl.slice(x, start=(x.shape[0] - 1,), limit=(x.shape[0],)), "b", (1, 4)),
+    "select_from_the_end": (lambda x: sl.select(x, axis=0, index=-1), "b, 3", (2, 5)),
+}
+
+
+@pytest.mark.parametrize("name", SYMBOLIC_CASES)
+def test_export_of_values_and_grads_with_symbolic_sizes(name) -> None:
+    """infer_meta and the rules take symbolic sizes (slice bounds, split
+    points and sections, block sizes): the value and gradient of
+    ``sum(out ** 2)`` exported once equal the direct computation at two
+    sizes of the symbol."""
+    fn, shape, sizes = SYMBOLIC_CASES[name]
+    check_symbolic_export(fn, shape, sizes, RNG, "b")
+
+
+def test_bounds_undecided_for_a_symbolic_size_are_a_value_error_naming_the_op() -> None:
+    """A bound that holds for some sizes of the symbol only (a start of 2 on
+    an axis of b >= 1) is refused as lax refuses it, but as a ValueError
+    naming the op and the sizes."""
+    spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, 3"), np.float32)
+    cases = [
+        ("slice", lambda x: sl.slice(x, start=(2, 0), limit=x.shape),
+         r"start \(2, 0\) and limit \(b, 3\) must satisfy"),
+        ("split", lambda x: sl.split(x, indices_or_sections=2, axis=0),
+         r"indices_or_sections=2 sections do not divide axis 0 of x with shape \(b, 3\)"),
+        ("split", lambda x: sl.split(x, indices_or_sections=(2,), axis=0),
+         r"split points indices_or_sections=\(2,\) must be increasing and within \[0, b\]"),
+        ("dynamic_slice", lambda x: sl.dynamic_slice(x, (0, 0), slice_sizes=(2, 3)),
+         r"slice_sizes \(2, 3\) must lie in \[0, shape\] for x with shape \(b, 3\)"),
+        ("select", lambda x: sl.select(x, axis=0, index=1),
+         r"index=1 is out of range for axis 0 of x with shape \(b, 3\)"),
+    ]
+    for op, fn, msg in cases:
+        with pytest.raises(ValueError, match=rf"gradrules.{op}: {msg}"):
+            jax.export.export(jax.jit(fn))(spec)
 
 
 # -------------------------------------------------------------- bad input

@@ -24,6 +24,7 @@ from jax.sharding import PartitionSpec
 from .. import _jax
 from .._jax import ShapedArray
 from ..core.args import int_param
+from ..core.dims import Size, definitely_le, is_constant, max_dim, min_dim
 from ..core.meta import check_dtype, normalize_axis, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -37,12 +38,20 @@ FAMILY = "matrix"
 
 
 # ------------------------------------------------------------------ helpers
-def diagonal_length(rows: int, cols: int, offset: int) -> int:
-    """The number of entries of diagonal ``offset`` of a [rows, cols] matrix."""
-    return max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
+def diagonal_length(rows: Size, cols: Size, offset: int) -> Size:
+    """The number of entries of diagonal ``offset`` of a [rows, cols] matrix:
+    ``max(0, min(rows + min(offset, 0), cols - max(offset, 0)))`` (rows and
+    cols may be symbolic; offset is an int)."""
+    return max_dim(0, min_dim(rows + min(offset, 0), cols - max(offset, 0)))
 
 
-def diagonal_mask(rows: int, cols: int, offset: int) -> Array:
+def diagonal_positions(n: Size) -> np.ndarray | Array:
+    """The positions 0 .. n - 1 along a diagonal of n entries: constants for
+    an int n, an iota for a symbolic one (``jax.export``)."""
+    return np.arange(n) if is_constant(n) else lax.iota(np.int32, n)
+
+
+def diagonal_mask(rows: Size, cols: Size, offset: int) -> Array:
     """The [rows, cols] booleans ``i + offset == j``: where diagonal ``offset``
     lies. Built on one matrix (an iota comparison) and broadcast over any
     stack of matrices by the caller, so its index arithmetic is paid once,
@@ -70,7 +79,7 @@ def _two_axes(op: str, x: Any, axis1: int, axis2: int) -> tuple[int, int]:
     return a1, a2
 
 
-def _check_axes(op: str, x: Any, axis1: int, axis2: int) -> tuple[int, int]:
+def _check_axes(op: str, x: Any, axis1: int, axis2: int) -> tuple[Size, Size]:
     """infer_meta's check of (axis1, axis2): the (rows, cols) they hold."""
     _matrix_rank(op, x)
     nd = len(x.shape)
@@ -80,7 +89,7 @@ def _check_axes(op: str, x: Any, axis1: int, axis2: int) -> tuple[int, int]:
     return x.shape[axis1], x.shape[axis2]
 
 
-def _rest(shape: tuple[int, ...], axis1: int, axis2: int) -> tuple[int, ...]:
+def _rest(shape: tuple[Size, ...], axis1: int, axis2: int) -> tuple[Size, ...]:
     return tuple(d for i, d in enumerate(shape) if i not in (axis1, axis2))
 
 
@@ -96,7 +105,7 @@ def diagonal_impl(x: Array, *, offset: int, axis1: int, axis2: int) -> Array:
     out = (None if spec[axis1] is None and spec[axis2] is None
            else PartitionSpec(*_rest(spec, axis1, axis2), None))
     x = jnp.moveaxis(x, (axis1, axis2), (-2, -1))
-    i = np.arange(diagonal_length(rows, cols, offset))
+    i = diagonal_positions(diagonal_length(rows, cols, offset))
     j = i + abs(offset)
     return x.at[(..., i, j) if offset >= 0 else (..., j, i)].get(out_sharding=out)
 
@@ -211,17 +220,18 @@ register_op(OpDef(name="diagonal", family=FAMILY, fn=diagonal, primitives=(diago
 
 
 # -------------------------------------------------------------------- diag
-def _diag_infer_meta(v: Any, *, offset: int, rows: int, cols: int) -> ShapedArray:
+def _diag_infer_meta(v: Any, *, offset: int, rows: Size, cols: Size) -> ShapedArray:
     check_dtype("diag", "v", v.dtype, "any")
     n = diagonal_length(rows, cols, offset)
-    if len(v.shape) < 1 or (v.shape[-1] != n and v.shape[-1] != 1) or min(rows, cols) < 0:
+    if (len(v.shape) < 1 or (v.shape[-1] != n and v.shape[-1] != 1)
+            or not (definitely_le(0, rows) and definitely_le(0, cols))):
         raise ValueError(f"{op_name('diag')}: v with shape {tuple(v.shape)} does not hold "
                          f"diagonal {offset} of a [{rows}, {cols}] matrix ({n} entries, or "
                          "one repeated along it)")
     return shaped_like(v, tuple(v.shape[:-1]) + (rows, cols))
 
 
-def diag_impl(v: Array, *, offset: int, rows: int, cols: int) -> Array:
+def diag_impl(v: Array, *, offset: int, rows: Size, cols: Size) -> Array:
     """The matrices with v on diagonal ``offset``, as ``jnp.diag`` builds
     them: v as a row (offset >= 0: entry i sits in row i) or a column
     index, broadcast along the other axis and kept where ``j - i == offset``

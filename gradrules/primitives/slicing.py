@@ -14,6 +14,7 @@ around.
 from __future__ import annotations
 
 import builtins
+import itertools
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -26,6 +27,7 @@ from jax import lax
 
 from .._jax import ShapedArray
 from ..core.args import int_param, int_tuple
+from ..core.dims import Size, definitely_equal, definitely_in, definitely_le, strided_count
 from ..core.meta import check_dtype, normalize_axis, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -46,17 +48,25 @@ def _positive(op: str, arg: str, vals: Sequence[int]) -> None:
                          f"not allowed), got {tuple(vals)}")
 
 
-def slice_shape(start: Sequence[int], limit: Sequence[int], strides: Sequence[int]
-                ) -> tuple[int, ...]:
-    return tuple(max(0, -(-(hi - lo) // s)) for lo, hi, s in zip(start, limit, strides))
+def slice_shape(start: Sequence[Size], limit: Sequence[Size], strides: Sequence[int]
+                ) -> tuple[Size, ...]:
+    """The shape of ``x[start:limit:strides]``: ``ceil((limit - start) /
+    stride)`` per axis (``strided_count``; sizes may be symbolic)."""
+    return tuple(strided_count(hi - lo, s) for lo, hi, s in zip(start, limit, strides))
 
 
-def _slice_infer_meta(x: Any, *, start_indices: tuple[int, ...], limit_indices: tuple[int, ...],
-                      strides: tuple[int, ...]) -> ShapedArray:
+def slice_fits(start: Sequence[Size], limit: Sequence[Size], shape: Sequence[Size]) -> bool:
+    """``0 <= start <= limit <= shape`` on every axis, for every value of the
+    symbolic sizes among them."""
+    return all(definitely_in(0, lo, hi) and definitely_le(hi, n)
+               for lo, hi, n in zip(start, limit, shape))
+
+
+def _slice_infer_meta(x: Any, *, start_indices: tuple[Size, ...],
+                      limit_indices: tuple[Size, ...], strides: tuple[int, ...]) -> ShapedArray:
     check_dtype("slice", "x", x.dtype, "any")
     ok = (len(start_indices) == len(limit_indices) == len(strides) == len(x.shape)
-          and all(0 <= lo <= hi <= n for lo, hi, n in zip(start_indices, limit_indices, x.shape))
-          and all(s >= 1 for s in strides))
+          and slice_fits(start_indices, limit_indices, x.shape) and all(s >= 1 for s in strides))
     if not ok:
         raise ValueError(f"{op_name('slice')}: start {start_indices}, limit {limit_indices} and "
                          f"strides {strides} do not slice x with shape {tuple(x.shape)}")
@@ -68,21 +78,24 @@ slice_p = define_primitive("slice", family=FAMILY, operands=("x",),
                            infer_meta=_slice_infer_meta, impl=lax.slice)
 
 
-def slice(x: ArrayLike, *, start: Sequence[int], limit: Sequence[int],  # noqa: A001
+def slice(x: ArrayLike, *, start: Sequence[Size], limit: Sequence[Size],  # noqa: A001
           strides: Sequence[int] | None = None) -> Array:
     """``x[start[0]:limit[0]:strides[0], ...]`` with static bounds
     (``lax.slice``): ``0 <= start <= limit <= shape`` and positive strides.
+    Under ``jax.export`` a bound may be symbolic (``x.shape[0]``,
+    ``x.shape[0] - 2``) where those inequalities hold for every value of the
+    symbolic sizes.
 
     Linear; the transpose pads the cotangent with zeros (``pad`` with
     interior padding ``stride - 1`` between the elements).
     """
     x = data_arg("slice", "x", x)
     nd = np.ndim(x)
-    start = int_tuple("slice", "start", start, nd)
-    limit = int_tuple("slice", "limit", limit, nd)
+    start = int_tuple("slice", "start", start, nd, symbolic=True)
+    limit = int_tuple("slice", "limit", limit, nd, symbolic=True)
     strides = (1,) * nd if strides is None else int_tuple("slice", "strides", strides, nd)
     _positive("slice", "strides", strides)
-    if not all(0 <= lo <= hi <= n for lo, hi, n in zip(start, limit, np.shape(x))):
+    if not slice_fits(start, limit, np.shape(x)):
         raise ValueError(f"{op_name('slice')}: start {start} and limit {limit} must satisfy "
                          f"0 <= start <= limit <= shape {np.shape(x)}")
     return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=strides)
@@ -98,15 +111,15 @@ register_op(OpDef(name="slice", family=FAMILY, fn=slice, primitives=(slice_p,),
 
 
 # --------------------------------------------------------- row_slice, select
-def _select_infer_meta(op: str, x: Any, *, axis: int, index: int) -> ShapedArray:
+def _select_infer_meta(op: str, x: Any, *, axis: int, index: Size) -> ShapedArray:
     check_dtype(op, "x", x.dtype, "any")
-    if not 0 <= axis < len(x.shape) or not 0 <= index < x.shape[axis]:
+    if not 0 <= axis < len(x.shape) or not definitely_in(0, index, x.shape[axis] - 1):
         raise ValueError(f"{op_name(op)}: index {index} along axis {axis} is out of "
                          f"range for x with shape {tuple(x.shape)}")
     return shaped_like(x, x.shape[:axis] + x.shape[axis + 1:])
 
 
-def _select_impl(x: Array, *, axis: int, index: int) -> Array:
+def _select_impl(x: Array, *, axis: int, index: Size) -> Array:
     return lax.index_in_dim(x, index, axis, keepdims=False)
 
 
@@ -116,23 +129,23 @@ row_slice_p = define_primitive("row_slice", family=FAMILY, operands=("x",),
                                impl=_select_impl)
 
 
-def row_slice(x: ArrayLike, *, rows: int, cols: int, row_index: int) -> Array:
+def row_slice(x: ArrayLike, *, rows: Size, cols: Size, row_index: int) -> Array:
     """Row ``row_index`` of the ``[rows, cols]`` matrix x (the trainer's
     row_slice; leading batch axes are allowed): shape ``x.shape[:-2] + (cols,)``.
     Linear; the transpose puts the cotangent back in a zero matrix (a pad)."""
     x = data_arg("row_slice", "x", x)
-    rows, cols, row_index = int_tuple("row_slice", "rows, cols, row_index",
-                                      (rows, cols, row_index))
+    rows, cols = int_tuple("row_slice", "rows, cols", (rows, cols), symbolic=True)
+    row_index = int_param("row_slice", "row_index", row_index)
     if np.ndim(x) < 2 or tuple(np.shape(x)[-2:]) != (rows, cols):
         raise ValueError(f"{op_name('row_slice')}: x with shape {np.shape(x)} is not a "
                          f"[rows={rows}, cols={cols}] matrix")
-    if not 0 <= row_index < rows:
+    if not definitely_in(0, row_index, rows - 1):
         raise ValueError(f"{op_name('row_slice')}: row_index={row_index} is out of range for "
                          f"{rows} rows")
     return row_slice_p.bind(x, axis=np.ndim(x) - 2, index=row_index)
 
 
-def _reference_row_slice(x: Array, *, rows: int, cols: int, row_index: int) -> Array:
+def _reference_row_slice(x: Array, *, rows: Size, cols: Size, row_index: int) -> Array:
     return x[..., row_index, :]
 
 
@@ -152,7 +165,12 @@ def select(x: ArrayLike, *, axis: int, index: int) -> Array:
     axis = normalize_axis("select", axis, np.ndim(x))
     if np.ndim(x) == 0:
         raise ValueError(f"{op_name('select')}: x must have at least one axis")
-    index = normalize_axis("select", index, np.shape(x)[axis], "index")
+    n = np.shape(x)[axis]
+    given = int_param("select", "index", index)
+    index = given + n if given < 0 else given       # n - 1 for -1, symbolic n too
+    if not definitely_in(0, index, n - 1):
+        raise ValueError(f"{op_name('select')}: index={given} is out of range for axis {axis} "
+                         f"of x with shape {np.shape(x)}")
     return select_p.bind(x, axis=axis, index=index)
 
 
@@ -173,12 +191,18 @@ def _check_starts(op: str, x: Any, starts: Any, batch_dims: int) -> None:
                          f"per axis of x with shape {tuple(x.shape)}), got {tuple(starts.shape)}")
 
 
-def _dynamic_slice_infer_meta(x: Any, starts: Any, *, slice_sizes: tuple[int, ...],
+def _sizes_fit(sizes: Sequence[Size], shape: Sequence[Size]) -> bool:
+    """``0 <= sizes <= shape`` on every axis, for every value of the
+    symbolic sizes among them: a block of ``sizes`` fits in ``shape``."""
+    return all(definitely_in(0, s, n) for s, n in zip(sizes, shape))
+
+
+def _dynamic_slice_infer_meta(x: Any, starts: Any, *, slice_sizes: tuple[Size, ...],
                               batch_dims: int) -> ShapedArray:
     check_dtype("dynamic_slice", "x", x.dtype, "any")
     _check_starts("dynamic_slice", x, starts, batch_dims)
     inner = x.shape[batch_dims:]
-    if len(slice_sizes) != len(inner) or any(not 0 <= s <= n for s, n in zip(slice_sizes, inner)):
+    if len(slice_sizes) != len(inner) or not _sizes_fit(slice_sizes, inner):
         raise ValueError(f"{op_name('dynamic_slice')}: slice_sizes {slice_sizes} do not fit x "
                          f"with shape {tuple(inner)}")
     return shaped_like(x, x.shape[:batch_dims] + slice_sizes)
@@ -190,7 +214,7 @@ def _starts_list(starts: Array, shape: Sequence[int]) -> list[Array]:
     return [jnp.where(starts[i] < 0, starts[i] + n, starts[i]) for i, n in enumerate(shape)]
 
 
-def _dynamic_slice_impl(x: Array, starts: Array, *, slice_sizes: tuple[int, ...],
+def _dynamic_slice_impl(x: Array, starts: Array, *, slice_sizes: tuple[Size, ...],
                         batch_dims: int) -> Array:
     def one(x: Array, starts: Array) -> Array:
         return lax.dynamic_slice(x, _starts_list(starts, x.shape), slice_sizes)
@@ -224,25 +248,26 @@ def _start_indices(op: str, starts: Any, nd: int) -> Any:
     return starts
 
 
-def dynamic_slice(x: ArrayLike, start_indices: Any, *, slice_sizes: Sequence[int]) -> Array:
+def dynamic_slice(x: ArrayLike, start_indices: Any, *, slice_sizes: Sequence[Size]) -> Array:
     """``lax.dynamic_slice``: the block of static shape ``slice_sizes`` that
     starts at the traced integer ``start_indices`` (a 1-D int array with one
     entry per axis, or a sequence of int scalars). A negative start counts
-    from the end; then the start is clipped so the block fits.
+    from the end; then the start is clipped so the block fits. A size may be
+    symbolic (``jax.export``) where it provably fits.
 
     Linear in x; ``start_indices`` takes no tangent. The transpose is
     ``dynamic_update_slice`` of the cotangent into zeros.
     """
     x = data_arg("dynamic_slice", "x", x)
     starts = _start_indices("dynamic_slice", start_indices, np.ndim(x))
-    sizes = int_tuple("dynamic_slice", "slice_sizes", slice_sizes, np.ndim(x))
-    if any(not 0 <= s <= n for s, n in zip(sizes, np.shape(x))):
+    sizes = int_tuple("dynamic_slice", "slice_sizes", slice_sizes, np.ndim(x), symbolic=True)
+    if not _sizes_fit(sizes, np.shape(x)):
         raise ValueError(f"{op_name('dynamic_slice')}: slice_sizes {sizes} must lie in "
                          f"[0, shape] for x with shape {np.shape(x)}")
     return dynamic_slice_p.bind(x, starts, slice_sizes=sizes, batch_dims=0)
 
 
-def _reference_dynamic_slice(x: Array, start_indices: Any, *, slice_sizes: Sequence[int]
+def _reference_dynamic_slice(x: Array, start_indices: Any, *, slice_sizes: Sequence[Size]
                              ) -> Array:
     return lax.dynamic_slice(x, list(start_indices), slice_sizes)
 
@@ -259,7 +284,7 @@ def _dynamic_update_slice_infer_meta(x: Any, update: Any, starts: Any, *,
     check_dtype("dynamic_update_slice", "x", dtype, "any")
     _check_starts("dynamic_update_slice", x, starts, batch_dims)
     if (len(update.shape) != len(x.shape) or update.shape[:batch_dims] != x.shape[:batch_dims]
-            or any(u > n for u, n in zip(update.shape, x.shape))):
+            or not _sizes_fit(update.shape, x.shape)):
         raise ValueError(f"{op_name('dynamic_update_slice')}: update with shape "
                          f"{tuple(update.shape)} does not fit in x with shape {tuple(x.shape)}")
     return ShapedArray(tuple(x.shape), dtype, weak_type=x.weak_type)
@@ -288,8 +313,7 @@ def dynamic_update_slice(x: ArrayLike, update: ArrayLike, start_indices: Any) ->
     """
     x, update = promote("dynamic_update_slice", {"x": x, "update": update}, "any")
     starts = _start_indices("dynamic_update_slice", start_indices, np.ndim(x))
-    if np.ndim(update) != np.ndim(x) or any(u > n for u, n in zip(np.shape(update),
-                                                                   np.shape(x))):
+    if np.ndim(update) != np.ndim(x) or not _sizes_fit(np.shape(update), np.shape(x)):
         raise ValueError(f"{op_name('dynamic_update_slice')}: update with shape "
                          f"{np.shape(update)} does not fit in x with shape {np.shape(x)}")
     return dynamic_update_slice_p.bind(x, update, starts, batch_dims=0)
@@ -307,19 +331,18 @@ register_op(OpDef(name="dynamic_update_slice", family=FAMILY, fn=dynamic_update_
 
 
 # ------------------------------------------------------------------- split
-def _split_infer_meta(x: Any, *, sizes: tuple[int, ...], axis: int) -> list[ShapedArray]:
+def _split_infer_meta(x: Any, *, sizes: tuple[Size, ...], axis: int) -> list[ShapedArray]:
     check_dtype("split", "x", x.dtype, "any")
-    if not 0 <= axis < len(x.shape) or builtins.sum(sizes) != x.shape[axis] or min(
-            sizes, default=0) < 0:
+    if (not 0 <= axis < len(x.shape) or not definitely_equal(builtins.sum(sizes), x.shape[axis])
+            or not all(definitely_le(0, s) for s in sizes)):
         raise ValueError(f"{op_name('split')}: sizes {sizes} do not add up to axis {axis} of "
                          f"x with shape {tuple(x.shape)}")
     return [shaped_like(x, x.shape[:axis] + (s,) + x.shape[axis + 1:]) for s in sizes]
 
 
-def _split_impl(x: Array, *, sizes: tuple[int, ...], axis: int) -> list[Array]:
-    bounds = np.cumsum((0,) + sizes)
-    return [lax.slice_in_dim(x, int(lo), int(hi), axis=axis)
-            for lo, hi in zip(bounds[:-1], bounds[1:])]
+def _split_impl(x: Array, *, sizes: tuple[Size, ...], axis: int) -> list[Array]:
+    bounds = tuple(itertools.accumulate(sizes, initial=0))
+    return [lax.slice_in_dim(x, lo, hi, axis=axis) for lo, hi in zip(bounds, bounds[1:])]
 
 
 split_p = define_primitive("split", family=FAMILY, operands=("x",), params=("sizes", "axis"),
@@ -327,12 +350,15 @@ split_p = define_primitive("split", family=FAMILY, operands=("x",), params=("siz
                            multiple_results=True)
 
 
-def split(x: ArrayLike, *, indices_or_sections: int | Sequence[int], axis: int = 0
+def split(x: ArrayLike, *, indices_or_sections: int | Sequence[Size], axis: int = 0
           ) -> tuple[Array, ...]:
     """``jnp.split``: ``indices_or_sections`` is a number of equal sections
     (which must divide the axis) or the increasing split points in
-    ``[0, n]``. Returns a tuple. Linear; the transpose concatenates the
-    cotangents (zeros for the unused pieces)."""
+    ``[0, n]``; piece i has ``points[i] - points[i - 1]`` entries (with
+    ``points[-1] = 0`` and ``n`` appended). Under ``jax.export`` the axis and
+    the points may be symbolic where the sections provably divide it or the
+    points provably increase. Returns a tuple. Linear; the transpose
+    concatenates the cotangents (zeros for the unused pieces)."""
     x = data_arg("split", "x", x)
     if np.ndim(x) == 0:
         raise ValueError(f"{op_name('split')}: cannot split a scalar")
@@ -341,17 +367,18 @@ def split(x: ArrayLike, *, indices_or_sections: int | Sequence[int], axis: int =
     if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(
             indices_or_sections, bool):
         k = int_param("split", "indices_or_sections", indices_or_sections, lo=1)
-        if n % k:
+        if not definitely_equal(n % k, 0):
             raise ValueError(f"{op_name('split')}: indices_or_sections={k} sections do not "
                              f"divide axis {axis} of x with shape {np.shape(x)} equally")
         sizes = (n // k,) * k
     else:
-        points = int_tuple("split", "indices_or_sections", indices_or_sections)
-        if list(points) != sorted(points) or any(not 0 <= p <= n for p in points):
+        points = int_tuple("split", "indices_or_sections", indices_or_sections, symbolic=True)
+        bounds = (0,) + points + (n,)
+        sizes = tuple(hi - lo for lo, hi in zip(bounds, bounds[1:]))
+        if not all(definitely_le(0, s) for s in sizes):
             raise ValueError(f"{op_name('split')}: split points indices_or_sections="
                              f"{points} must be increasing and within [0, {n}] (axis {axis} "
                              f"of x with shape {np.shape(x)})")
-        sizes = tuple(int(s) for s in np.diff((0,) + points + (n,)))
     return tuple(split_p.bind(x, sizes=sizes, axis=axis))
 
 

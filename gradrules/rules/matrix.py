@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._jax import Cotangent, MaybeUndefined, aval_of
+from ..core.dims import Size
 from ..core.primitive import register_rules
 from ..primitives.matrix import diag_p, diagonal_p, trace_p, tril_p, triu_p
 from ..primitives.shape import broadcast_in_dim_p, transpose_p
@@ -22,7 +23,8 @@ from ._common import front_batch, linear_jvp, shifted_front_batch
 from ._fused import transpose_to
 
 
-def embed_diagonal(ct: Any, shape: tuple[int, ...], offset: int, axis1: int, axis2: int) -> Any:
+def embed_diagonal(ct: Any, shape: tuple[Size, ...], offset: int, axis1: int, axis2: int
+                   ) -> Any:
     """The transpose of ``diagonal``: ``ct`` (the other axes, then the
     diagonal) written onto diagonal ``offset`` of zero matrices in axes
     (axis1, axis2) of an array of ``shape``: one ``diag``, then the
@@ -55,8 +57,8 @@ register_rules(diagonal_p, linear=("x",), jvp=partial(linear_jvp, diagonal_p),
 
 
 # -------------------------------------------------------------------- diag
-def _diag_transpose(ct: Cotangent, v: MaybeUndefined, *, offset: int, rows: int,
-                    cols: int) -> list[Any]:
+def _diag_transpose(ct: Cotangent, v: MaybeUndefined, *, offset: int, rows: Size,
+                    cols: Size) -> list[Any]:
     """The diagonal of ct (``diagonal``); for a v of one entry repeated along
     the diagonal, the diagonal's sum (``trace``), kept as an axis of one."""
     nd = len(aval_of(ct).shape)

@@ -15,6 +15,7 @@ from typing import Any
 
 from .._jax import (Array, BatchDim, BatchResult, Cotangent, MaybeUndefined, aval_of,
                     is_undefined_primal)
+from ..core.dims import Size, max_dim
 from ..core.primitive import register_rules
 from ..primitives._compose import zeros
 from ..primitives.layout import concatenate_p, pad_p
@@ -26,17 +27,21 @@ from .layout import pad_axis
 
 
 # ------------------------------------------------------------------- slice
-def _slice_transpose(ct: Cotangent, x: MaybeUndefined, *, start_indices: tuple[int, ...],
-                     limit_indices: tuple[int, ...], strides: tuple[int, ...]) -> list[Any]:
+def _slice_transpose(ct: Cotangent, x: MaybeUndefined, *, start_indices: tuple[Size, ...],
+                     limit_indices: tuple[Size, ...], strides: tuple[int, ...]) -> list[Any]:
+    """ct padded back into place: ``start`` zeros before, ``stride - 1``
+    between the m taken entries, and after them the rest of the axis (it
+    ends ``(m - 1) * stride + 1`` past ``start``, nothing for m = 0; sizes
+    may be symbolic)."""
     widths = []
     for lo, m, s, n in zip(start_indices, aval_of(ct).shape, strides, aval_of(x).shape):
-        real_limit = lo + (m - 1) * s + 1 if m else lo
+        real_limit = lo + max_dim((m - 1) * s + 1, 0)
         widths.append((lo, n - real_limit, s - 1))
     return [pad_p.bind(ct, zeros((), aval_of(ct).dtype), widths=tuple(widths), mode="constant")]
 
 
 def _slice_batch(args: Sequence[Any], dims: Sequence[BatchDim], *,
-                 start_indices: tuple[int, ...], limit_indices: tuple[int, ...],
+                 start_indices: tuple[Size, ...], limit_indices: tuple[Size, ...],
                  strides: tuple[int, ...]) -> BatchResult:
     x = bdim_to_front(args[0], dims[0])
     return slice_p.bind(x, start_indices=(0,) + start_indices,
