@@ -132,6 +132,39 @@ def test_tensor_unfold_of_a_middle_axis() -> None:
     np.testing.assert_array_equal(out[:, 1, :, 1], x[:, 2])
 
 
+@pytest.mark.parametrize("shape, kw", [
+    ((300, 64), dict(axis=0, size=2, step=3)),      # gaps between the windows
+    ((40, 90), dict(axis=-1, size=8, step=3)),      # overlapping windows
+])
+def test_tensor_unfold_grad_costs_no_more_than_jax_numpys(shape, kw) -> None:
+    """The fold (unfold's transpose) adds whole blocks of the windows back
+    with pads, in one fused pass, not a scatter-add through an index table
+    (a transposed copy of the windows, a zeros buffer and the scatter: 3x
+    the bytes, and temp memory): bytes and temp within the bench's bar of
+    jax.numpy's gradient (stacked window slices), the same values."""
+    x = jnp.asarray(RNG.standard_normal(shape), jnp.float32)
+    fns = (lambda a: lo.tensor_unfold(a, **kw), lambda a: lo._reference_tensor_unfold(a, **kw))
+    (ours, got), (ref, want) = mode_costs("grad", fns, x)
+    assert ours.bytes_accessed <= 1.1 * ref.bytes_accessed
+    assert ours.temp_bytes <= ref.temp_bytes + 2**20
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape, kw", [
+    ((76, 3, 3), dict(axis=-1, size=3, step=1, length=5)),
+    ((100, 30, 4), dict(axis=0, size=4, step=3, length=301)),
+])
+def test_tensor_fold_costs_no_more_than_jax_numpys(shape, kw) -> None:
+    """tensor_fold forward against jax.numpy's transposed window slices:
+    bytes and temp within the bench's bar, the same values."""
+    y = jnp.asarray(RNG.standard_normal(shape), jnp.float32)
+    fns = (lambda a: lo.tensor_fold(a, **kw), lambda a: lo._reference_tensor_fold(a, **kw))
+    (ours, got), (ref, want) = mode_costs("forward", fns, y)
+    assert ours.bytes_accessed <= 1.1 * ref.bytes_accessed
+    assert ours.temp_bytes <= ref.temp_bytes + 2**20
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 # ---------------------------------------------------------- repeat, flip
 def test_repeat_sums_the_copies() -> None:
     g, w = vjp_of(lambda x: lo.repeat(x, repeats=(2, 0, 1), axis=0), np.ones((3, 2)))

@@ -26,6 +26,7 @@ from jax.sharding import PartitionSpec
 from .. import _jax
 from .._jax import ShapedArray
 from ..core.args import as_array, choice_param, int_param, int_tuple
+from ..core.dims import definitely_le, max_dim
 from ..core.meta import check_dtype, normalize_axes, normalize_axis, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -164,11 +165,11 @@ def _pad_infer_meta(x: Any, value: Any, *, widths: tuple[tuple[int, int, int], .
         raise ValueError(f"{op_name('pad')}: value must be a scalar, got shape "
                          f"{tuple(value.shape)}")
     choice_param("pad", "mode", mode, PAD_MODES)
-    if len(widths) != len(x.shape) or any(min(w) < 0 for w in widths):
+    if len(widths) != len(x.shape) or not all(definitely_le(0, v) for w in widths for v in w):
         raise ValueError(f"{op_name('pad')}: pad widths {widths} do not fit x with shape "
                          f"{tuple(x.shape)}")
     _check_pad_mode(mode, widths, x.shape)
-    shape = [lo + hi + n + max(n - 1, 0) * i for (lo, hi, i), n in zip(widths, x.shape)]
+    shape = [lo + hi + n + max_dim(n - 1, 0) * i for (lo, hi, i), n in zip(widths, x.shape)]
     return ShapedArray(tuple(shape), dtype, weak_type=x.weak_type)
 
 
@@ -177,9 +178,10 @@ def _check_pad_mode(mode: str, widths: Sequence[tuple[int, int, int]],
     for (lo, hi, interior), n in zip(widths, shape):
         if mode != "constant" and interior:
             raise ValueError(f"{op_name('pad')}: interior padding needs mode='constant'")
-        if mode == "reflect" and max(lo, hi) > max(n - 1, 0):   # (0, 0) pads even size 0
+        most = max_dim(n - 1, 0)                  # (0, 0) pads even size 0
+        if mode == "reflect" and not (definitely_le(lo, most) and definitely_le(hi, most)):
             raise ValueError(f"{op_name('pad')}: mode='reflect' pads an axis of size {n} by at "
-                             f"most {max(n - 1, 0)} on each side, got ({lo}, {hi})")
+                             f"most {most} on each side, got ({lo}, {hi})")
         if mode == "replicate" and n == 0 and lo + hi:
             raise ValueError(f"{op_name('pad')}: mode='replicate' cannot pad an axis of size 0")
 
@@ -541,18 +543,58 @@ def _tensor_fold_infer_meta(y: Any, *, axis: int, size: int, step: int,
     return shaped_like(y, shape)
 
 
-def _tensor_fold_impl(y: Array, *, axis: int, size: int, step: int, length: int) -> Array:
-    """The windows scatter-added into zeros at ``window_index``. Where y's
-    type is sharded (Explicit mesh axes), the result's sharding is given:
-    y's off the window axes, replicated along ``axis`` (the overlaps of
-    windows on several devices summed by XLA)."""
+def _zero_pad(x: Array, widths: dict[int, tuple[int, int]]) -> Array:
+    """x with ``lo`` zeros before and ``hi`` after it along each axis of
+    ``widths`` (a negative ``hi`` cuts that many off the end)."""
+    config = [(*widths.get(d, (0, 0)), 0) for d in range(x.ndim)]
+    return lax.pad(x, jnp.zeros((), x.dtype), config)
+
+
+def _fold_by_scatter(y: Array, axis: int, size: int, step: int, length: int,
+                     out: PartitionSpec | None) -> Array:
+    """The windows scatter-added into zeros at ``window_index``, the result
+    sharded as ``out`` (where given): the overlaps of windows on several
+    devices summed by XLA, with no all-gather (``_tensor_fold_impl`` takes it
+    on a mesh with Explicit axes)."""
     idx = window_index(y.shape[axis], size, step)
     shape = y.shape[:axis] + (length,) + y.shape[axis + 1:-1]
-    spec = _jax.spec_of(y)
-    out = PartitionSpec(*spec[:axis], None, *spec[axis + 1:-1]) if any(spec) else None
     where = (builtins.slice(None),) * axis + (idx,)
     return jnp.zeros(shape, y.dtype).at[where].add(jnp.moveaxis(y, -1, axis + 1),
                                                    out_sharding=out)
+
+
+def _tensor_fold_impl(y: Array, *, axis: int, size: int, step: int, length: int) -> Array:
+    """The windows added back whole, ``step`` elements at a time. Element
+    ``k = j * step + r`` (``r < step``) of window ``w`` lands at
+    ``(w + j) * step + r``, so with block ``j < J = ceil(size / step)`` of
+    the windows (``y[..., j * step:(j + 1) * step]``, zero-padded to
+    ``step``) shifted by ``j`` along the window axis,
+    ``b[..., m, ..., r] = sum_j y[..., m - j, ..., j * step + r]``, and the
+    result is ``b`` with ``(m, r)`` flattened into ``axis``
+    (``(n + J - 1) * step`` elements, the last ones zeros from the padding),
+    cut or zero-padded to ``length``. J pads and adds, one fused pass: no
+    index table, ``O(J * length)`` work (the windows' own size; a scatter
+    through an index table took 3x jax.numpy's bytes). On a device mesh
+    the windows are scattered instead (``_fold_by_scatter``): with the
+    windows' elements sharded (the unfold's output on Explicit axes, resharded
+    to replicated along the merged axes before the fold), XLA's partitioner
+    gathers them ahead of the pads but keeps a scatter local. The result is
+    sharded as y off the window axes and replicated along ``axis``."""
+    if _jax.mesh_of(y).axis_names:
+        spec = _jax.spec_of(y)
+        out = PartitionSpec(*spec[:axis], None, *spec[axis + 1:-1]) if any(spec) else None
+        return _fold_by_scatter(y, axis, size, step, length, out)
+    n, blocks = y.shape[axis], -(-size // step)
+    summed = None
+    for j in range(blocks):
+        block = lax.slice_in_dim(y, j * step, min((j + 1) * step, size), axis=-1)
+        shifted = _zero_pad(block, {axis: (j, blocks - 1 - j),
+                                    y.ndim - 1: (0, step - block.shape[-1])})
+        summed = shifted if summed is None else summed + shifted
+    flat = jnp.moveaxis(summed, -1, axis + 1)
+    total = (n + blocks - 1) * step
+    flat = flat.reshape(flat.shape[:axis] + (total,) + flat.shape[axis + 2:])
+    return _zero_pad(flat, {axis: (0, length - total)})
 
 
 tensor_fold_p = define_primitive("tensor_fold", family=FAMILY, operands=("y",),
