@@ -385,6 +385,7 @@ BENCH_CASES = (
     BenchCase("attention causal", "attention", _attention_args, (("causal", True),),
               diff=(0, 1, 2)),
     BenchCase("cross_entropy", "cross_entropy", _ce_args),
+    BenchCase("nll_loss", "nll_loss", _ce_args),
     BenchCase("fused_linear_cross_entropy", "fused_linear_cross_entropy", _flce_args,
               diff=(0, 1)),
 )

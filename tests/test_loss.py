@@ -140,6 +140,23 @@ def test_nll_loss_class_weights_and_their_gradient() -> None:
     assert all(np.isfinite(x).all() for x in g)
 
 
+@pytest.mark.parametrize("mode", ["forward", "grad"])
+def test_nll_loss_reads_one_entry_per_token(mode) -> None:
+    """The mean's total weight is a gather of one class weight per token and
+    the gradient a scatter of one value per token: bytes and temp memory are
+    jax.numpy's (a [tokens, classes] one-hot for the total weight read and
+    wrote 3x the bytes and held the one-hot in temp memory)."""
+    from _helpers import mode_costs
+    from gradrules.core.registry import get_op
+    logp = jnp.asarray(rng.normal(size=(256, 4096)), jnp.float32)
+    labels = jnp.asarray(rng.integers(0, 4096, 256), jnp.int32)
+    (ours, got), (ref, want) = mode_costs(mode, [nll_loss, get_op("nll_loss").reference],
+                                          logp, labels)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+    assert ours.bytes_accessed <= 1.02 * ref.bytes_accessed, (ours, ref)
+    assert ours.temp_bytes <= ref.temp_bytes + 4096, (ours, ref)
+
+
 # --------------------------------------------- fused_linear_cross_entropy
 @pytest.fixture
 def small_blocks(monkeypatch):

@@ -65,7 +65,7 @@ from .convert import promote
 from .gather import take_along_axis
 from .reduction import mean as gr_mean
 from .reduction import sum as gr_sum
-from .shape import expand_dims, reshape, squeeze
+from .shape import broadcast_to, expand_dims, reshape, squeeze
 from .unary import exp
 
 Array = jax.Array
@@ -439,11 +439,26 @@ def label_index(labels: Any) -> Any:
     return expand_dims(labels, axis=-1)
 
 
+def label_weight(index: Any, weight: Any, shape: tuple[int, ...], ignore_index: int) -> Any:
+    """``weight[label]`` per token (``index [..., 1]``, ``weight`` broadcasting
+    against ``shape [..., classes]``), 0 on ignored tokens, NaN where the
+    label is out of range: a gather of one weight per token, never a
+    ``[tokens, classes]`` one-hot. The scale of ``d nll / d logp`` at the
+    label, and the mean reduction's total weight."""
+    picked = squeeze(take_along_axis(broadcast_to(weight, shape), index, axis=-1), axis=-1)
+    return mask_tokens(picked, squeeze(index, axis=-1), shape[-1], ignore_index)
+
+
 def _nll_impl(logp: Array, index: Array, weight: Array, *, ignore_index: int) -> Array:
+    """One gather from logp and one from the weights (aligned to logp's rank,
+    not broadcast to its shape: a gather of ``[classes]``, and logp's gather
+    index is not shared, so XLA fuses it in), both at the clipped label: in
+    bounds, so with no range check of their own."""
     classes = logp.shape[-1]
     idx = jnp.clip(index, 0, classes - 1)
-    picked = jnp.take_along_axis(logp, idx, -1)[..., 0]
-    w = jnp.take_along_axis(jnp.broadcast_to(weight, logp.shape), idx, -1)[..., 0]
+    picked = jnp.take_along_axis(logp, idx, -1, mode="promise_in_bounds")[..., 0]
+    aligned = jnp.reshape(weight, (1,) * (logp.ndim - weight.ndim) + weight.shape)
+    w = jnp.take_along_axis(aligned, idx, -1, mode="promise_in_bounds")[..., 0]
     return xla.masked(-w * picked, index[..., 0], classes, ignore_index)
 
 
@@ -479,11 +494,11 @@ def nll_loss(logp: ArrayLike, labels: ArrayLike, *, weight: ArrayLike | None = N
         raise ValueError(f"{op_name(op)}: weight must have shape ({classes},) (one weight per "
                          f"class), got {np.shape(weight)}")
     logp, weight = promote(op, {"logp": logp, "weight": weight}, "float")
-    loss = nll_loss_p.bind(logp, label_index(labels), weight, ignore_index=ignore_index)
+    index = label_index(labels)
+    loss = nll_loss_p.bind(logp, index, weight, ignore_index=ignore_index)
     denominator = None
     if reduction == "mean":
-        hot = one_hot(labels, classes, jnp.result_type(logp), ignore_index)
-        denominator = gr_sum(multiply(hot, weight))
+        denominator = gr_sum(label_weight(index, weight, np.shape(logp), ignore_index))
     return reduce_loss(op, loss, labels, ignore_index, reduction, jnp.result_type(logp),
                        denominator)
 

@@ -57,10 +57,9 @@ from ..primitives.loss import (cross_entropy_cotangent, cross_entropy_jvp_p, cro
                                cross_entropy_tangent, cross_entropy_vjp_p,
                                fused_linear_cross_entropy_jvp_p, fused_linear_cross_entropy_p,
                                fused_linear_cross_entropy_vjp_jvp_p,
-                               fused_linear_cross_entropy_vjp_p, nll_loss_p,
-                               softmax_cross_entropy_p)
+                               fused_linear_cross_entropy_vjp_p, label_weight,
+                               nll_loss_p, softmax_cross_entropy_p)
 from ..primitives.reduction import sum as gr_sum
-from ..primitives.gather import take_along_axis
 from ..primitives.scatter import scatter_add
 from ..primitives.shape import broadcast_to, expand_dims, moveaxis, squeeze
 from ..primitives.softmax import log_softmax
@@ -192,16 +191,18 @@ register_rules(fused_linear_cross_entropy_vjp_jvp_p, linear=("th", "tw", "t_lse"
 def _nll_loss_transpose(ct: Cotangent, logp: MaybeUndefined, index: MaybeUndefined,
                         weight: MaybeUndefined, *, ignore_index: int) -> list[Any]:
     """``-ct`` times the other operand, put on the label's entry (NaN rows for
-    out-of-range labels, as the forward): for logp a scatter-add at the
-    forward's gather index (the reference's transpose), for the weight the
-    one-hot rows summed over the tokens."""
+    out-of-range labels, as the forward): for logp ``-ct weight[label]``
+    (``label_weight``: one gathered weight per token, 0 on ignored tokens)
+    scatter-added at the forward's gather index (the reference's transpose),
+    for the weight the one-hot rows summed over the tokens."""
     shape = aval_of(logp).shape
+    if is_undefined_primal(logp):
+        update = expand_dims(neg(multiply(ct, label_weight(index, weight, shape, ignore_index))),
+                             axis=-1)
+        zeros = broadcast_to(multiply(update, 0.0), shape)
+        return [scatter_add(zeros, index, update, axis=-1), None, None]
     labels = squeeze(index, axis=-1)
     minus_ct = expand_dims(neg(mask_tokens(ct, labels, shape[-1], ignore_index)), axis=-1)
-    if is_undefined_primal(logp):
-        picked = take_along_axis(broadcast_to(weight, shape), index, axis=-1)
-        zeros = broadcast_to(multiply(minus_ct, 0.0), shape)
-        return [scatter_add(zeros, index, multiply(minus_ct, picked), axis=-1), None, None]
     hot = one_hot(labels, shape[-1], np.bool_, ignore_index)
     out = where(hot, multiply(minus_ct, logp), multiply(minus_ct, 0.0))
     return [None, None, unbroadcast(out, weight.aval)]
