@@ -132,28 +132,32 @@ def test_errors_name_the_op(call, exc, match):
         jax.jit(lambda: call())()
 
 
-def test_divide_grad_by_a_broadcast_divisor_keeps_no_buffer_of_the_output_size():
-    """The transpose (of the JVP's t_x / y - ((t_y / y) / y) x) sums y's
-    part -ct x before dividing it by y: no 1 / y broadcast to x's size is
-    written for two loops to share, the sum does not wait for x's cotangent,
-    and no more bytes or FLOPs than jax.numpy's gradient."""
+@pytest.mark.parametrize("mode", ["grad", "hvp"])
+def test_divide_grad_by_a_broadcast_divisor_keeps_no_buffer_of_the_output_size(mode):
+    """The transpose (of the JVP's t_x / y + ((-t_y / y) / y) x) sums y's
+    part ct x before dividing it by y and negating it: no 1 / y (nor -ct)
+    broadcast to x's size is written for two loops to share, the sum does
+    not wait for x's cotangent, and no more bytes or FLOPs than jax.numpy's
+    gradient and HVP (a negated ct, written out for the HVP's two sums to
+    read, took 1.14x its bytes)."""
     x = jnp.linspace(0.5, 2.0, 64 * 32 * 48, dtype=jnp.float32).reshape(64, 32, 48)
     y = jnp.linspace(1.0, 3.0, 32, dtype=jnp.float32)
     fns = [lambda a, b, f=f: f(a, b[:, None]) for f in (gradrules.divide, jnp.divide)]
-    (ours, _), (ref, _) = mode_costs("grad", fns, x, y, diff=(0, 1))
+    (ours, _), (ref, _) = mode_costs(mode, fns, x, y, diff=(0, 1))
     assert ours.temp_bytes <= ref.temp_bytes + 2**12
     assert ours.bytes_accessed <= 1.01 * ref.bytes_accessed
     assert ours.flops <= 1.01 * ref.flops
-    # values with smooth weights: y's sums do not cancel as with the bench's cos(0, 1, 2, ...)
-    w = jnp.cos(x)
-    got, want = (jax.grad(lambda a, b, f=f: jnp.sum(w * f(a, b)), (0, 1))(x, y) for f in fns)
-    for a, b in zip(got, want):
-        np.testing.assert_allclose(a, b, rtol=2e-6)
+    if mode == "grad":
+        # values with smooth weights: y's sums do not cancel as with the bench's cos(0, 1, 2, ...)
+        w = jnp.cos(x)
+        got, want = (jax.grad(lambda a, b, f=f: jnp.sum(w * f(a, b)), (0, 1))(x, y) for f in fns)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=2e-6)
 
 
 def test_divide_gradient_in_y_is_finite_where_x_over_y_squared_is():
     """-x / y**2 at x = y = 1e-20 in float32 is -1e20: the transpose sums
-    -ct x before dividing by y twice, so nothing on the way overflows
+    ct x before dividing by y twice and negating, so nothing on the way overflows
     (jax.numpy's x * y**-2 gives -inf there)."""
     x = y = jnp.float32(1e-20)
     np.testing.assert_allclose(jax.grad(gradrules.divide, 1)(x, y), -1e20, rtol=1e-6)

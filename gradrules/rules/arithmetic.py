@@ -93,10 +93,12 @@ register_rules(multiply_p, linear=(("x",), ("y",)),
 
 # divide --------------------------------------------------------------------
 def _divide_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
-    """t_out = t_x / y - ((t_y / y) / y) x: t_x through divide itself (linear
-    in its first operand); t_y divided by y twice at its own shape, before
-    it broadcasts (no out kept). Transposed, x's cotangent is ct / y and
-    y's the sum of -ct x, divided by y twice after it: the two read ct
+    """t_out = t_x / y + ((-t_y / y) / y) x: t_x through divide itself (linear
+    in its first operand); t_y negated and divided by y twice at its own
+    shape, before it broadcasts (no out kept). Transposed, x's cotangent is
+    ct / y and y's the sum of ct x, divided by y twice and negated after it
+    (a negate of ct, at the output's size, was written out for the HVP's two
+    sums to share: 1.14x its bytes): the two read ct
     independently (XLA runs them side by side), and no 1 / y is broadcast
     to the output's size for two loops to share (``-(t_y / y) out`` keeps
     one: 1.5x the bytes of jax.numpy's gradient). The gradient divides
@@ -110,8 +112,8 @@ def _divide_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResul
     if not is_zero(tx):
         t = divide(tx, y)
     if not is_zero(ty):
-        t_y = multiply(divide(divide(ty, y), y), x)
-        t = neg(t_y) if is_zero(t) else subtract(t, t_y)
+        t_y = multiply(divide(divide(neg(ty), y), y), x)
+        t = t_y if is_zero(t) else add(t, t_y)
     return out, (t if is_zero(t) else broadcast_like(t, np.shape(out)))
 
 

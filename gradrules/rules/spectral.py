@@ -8,7 +8,7 @@ transpose rule, and the JVP of the JVP (second and third derivatives) is again
 made of eigh / svd and those ops. The ``1 / (d_j - d_i)`` factors
 (``_inverse_gaps``) are infinite on a degenerate spectrum, where the vector
 derivatives are not defined. The norms' JVP is ``sum(t * g)`` over the reduced
-axes with the (sub)gradient ``g`` (``norm_gradient``), 0 at x == 0. All four
+axes with the (sub)gradient ``g`` (``norm_tangent``), 0 at x == 0. All four
 batch by moving the vmapped axis to the front (or shifting the reduced axes),
 binding the primitive once.
 """
@@ -118,18 +118,22 @@ register_rules(svd_p, jvp=_svd_jvp, transpose=NOT_LINEAR, batch=partial(front_ba
 
 
 # norm / matrix_norm -------------------------------------------------------------
+def reciprocal_norm(out: Any) -> Any:
+    """``1 / norm``, and 0 where the norm is 0 (the reciprocal of a norm
+    replaced by 1 there, ``where``): x is 0 in such a slice, so ``x / norm``
+    is taken as 0, and derivatives of every order stay finite (and 0)."""
+    zero = eq(out, 0.0)
+    return where(zero, 0.0, divide(1.0, where(zero, 1.0, out)))
+
+
 def norm_gradient(x: Any, out: Any, ord: str, axes: tuple[int, ...], keepdims: bool) -> Any:
     """The (sub)gradient of the ``ord`` norm over ``axes`` at x (``out`` is
-    the norm): ``x / norm`` for "2", ``sign(x)`` for "1", and for "+-inf"
+    the norm), for "1" and "+-inf": ``sign(x)`` for "1", and for "+-inf"
     ``sign(x)`` where ``|x|`` equals the norm, divided by the number of such
-    entries. 0 wherever the norm is 0: the 2-norm divides by a norm replaced by
-    1 there (``where``), so derivatives of every order stay finite."""
-    nb = out if keepdims or not axes else expand_dims_p.bind(out, axes=axes)
-    if ord == "2":
-        zero = eq(nb, 0.0)
-        return where(zero, 0.0, divide(x, where(zero, 1.0, nb)))
+    entries. (The 2-norm's, ``x / norm``, is ``norm_tangent``'s.)"""
     if ord == "1":
         return sign(x)
+    nb = out if keepdims or not axes else expand_dims_p.bind(out, axes=axes)
     hits = indicator(eq(abs(x), nb), x)
     count = sum_p.bind(hits, axes=axes, keepdims=True)
     return divide(multiply(sign(x), hits), count)
@@ -137,7 +141,12 @@ def norm_gradient(x: Any, out: Any, ord: str, axes: tuple[int, ...], keepdims: b
 
 def norm_tangent(x: Any, t: Any, out: Any, ord: str, axes: tuple[int, ...],
                  keepdims: bool) -> Any:
-    """``sum(t * g)`` over ``axes``, ``g`` the norm's (sub)gradient at x."""
+    """``sum(t * g)`` over ``axes``, ``g`` the norm's (sub)gradient at x; for
+    the 2-norm ``g = x / norm``, whose per-slice factor is taken out of the
+    sum: ``sum(t * x) * reciprocal_norm(norm)`` (0 where the norm is 0)."""
+    if ord == "2":
+        return multiply(sum_p.bind(multiply(t, x), axes=axes, keepdims=keepdims),
+                        reciprocal_norm(out))
     g = norm_gradient(x, out, ord, axes, keepdims)
     return sum_p.bind(multiply(t, g), axes=axes, keepdims=keepdims)
 
