@@ -1,5 +1,8 @@
 """rope: rotate-half semantics, positions / start_pos, the transpose is the
-inverse rotation, relative positions, vmap over positions, bad input."""
+inverse rotation, relative positions, vmap over positions, bad input, the
+angle tables computed once."""
+
+import re
 
 import numpy as np
 import pytest
@@ -120,3 +123,27 @@ def test_bad_positions():
 def test_bad_params(kw, exc, match):
     with pytest.raises(exc, match=match):
         rope(np.ones((1, 2, 1, 4)), **kw)
+
+
+def _fusions_with(hlo: str, ops: tuple[str, ...]) -> list[str]:
+    """The result types of the fused computations of the compiled ``hlo``
+    that evaluate any of ``ops``."""
+    blocks = re.findall(r"^%\S+ \([^\n]*\) -> (\S+) \{\n(.*?)\n\}", hlo, re.M | re.S)
+    return [result for result, body in blocks if any(f" {op}(" in body for op in ops)]
+
+
+@pytest.mark.parametrize("mode", ["forward", "grad"])
+def test_cos_and_sin_are_computed_once_per_position_and_frequency(mode):
+    """XLA's CPU loop fusion re-evaluates a fused producer for every element
+    of its consumer: with cos and sin fused into the rotation they would be
+    computed per batch entry and head (6x the time on JAX 0.10.2). With the
+    positions an argument (not folded into constants), cos and sin are
+    evaluated in a fusion of their own, none of the shape of x."""
+    x, w = jnp.asarray(np.random.default_rng(1).standard_normal((2, 4, 16, 6, 32)), jnp.float32)
+    positions = jnp.arange(3, 19)
+    def forward(a, positions):
+        return rope(a, positions=positions)
+    fn = forward if mode == "forward" else jax.grad(lambda a, p: jnp.sum(forward(a, p) * w))
+    hlo = jax.jit(fn).lower(x, positions).compile().as_text()
+    trig = _fusions_with(hlo, ("cosine", "sine"))
+    assert trig and all("4,16,6,32" not in t for t in trig), trig

@@ -25,6 +25,7 @@ from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ..pallas import rope as kernels
 from ..pallas.rope import BlockSizes
+from ._fused import computed_once
 from ._sharding import shard_map_bind
 
 Array = jax.Array
@@ -64,10 +65,12 @@ def angles(positions: Array, head_dim: int, theta: float, dtype: Any) -> tuple[A
 
 
 def _rope_impl(x: Array, positions: Array, *, theta: float, inverse: bool) -> Array:
-    """Rotate each pair (x[i], x[i + D/2]) by the angle (its negative if ``inverse``)."""
+    """Rotate each pair (x[i], x[i + D/2]) by the angle (its negative if
+    ``inverse``), the angles' cos and sin tables computed once
+    (``_fused.computed_once``), not once per head and batch entry."""
     acc = acc_dtype(x.dtype)
     half = x.shape[-1] // 2
-    cos, sin = angles(positions, 2 * half, theta, acc)
+    cos, sin = computed_once(*angles(positions, 2 * half, theta, acc))
     if inverse:
         sin = -sin
     x1, x2 = x[..., :half].astype(acc), x[..., half:].astype(acc)
