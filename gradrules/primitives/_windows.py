@@ -34,7 +34,7 @@ def _fold_by_scatter(y: Array, axis: int, size: int, step: int, length: int,
     """The windows scatter-added into zeros at ``window_index``, the result
     sharded as ``out`` (where given): the overlaps of windows on several
     devices summed by XLA, with no all-gather (``tensor_fold_impl`` takes it
-    on a mesh with Explicit axes)."""
+    on any device mesh)."""
     idx = window_index(y.shape[axis], size, step)
     shape = y.shape[:axis] + (length,) + y.shape[axis + 1:-1]
     where = (builtins.slice(None),) * axis + (idx,)
