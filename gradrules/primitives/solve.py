@@ -23,6 +23,7 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg
 from jax import lax
 
 from .._jax import ShapedArray
@@ -224,7 +225,7 @@ register_op(OpDef(name="triangular_solve", family=FAMILY, fn=triangular_solve,
 
 
 # ------------------------------------------------------------------ solve
-def _solve_infer_meta(a: Any, b: Any) -> ShapedArray:
+def _solve_infer_meta(a: Any, b: Any, *, transpose_a: bool) -> ShapedArray:
     dtype = same_dtype("solve", {"a": a, "b": b})
     sa, sb = square_meta("solve", "a", a), matrix_meta("solve", "b", b)
     if sb[-2] != sa[-1]:
@@ -234,11 +235,25 @@ def _solve_infer_meta(a: Any, b: Any) -> ShapedArray:
     return ShapedArray(batch + sb[-2:], dtype)
 
 
-def _solve_impl(a: Array, b: Array) -> Array:
-    return in_float32(jnp.linalg.solve, a, b)
+def _lu_solve(a: Array, b: Array, *, transpose_a: bool) -> Array:
+    """x with ``op(a) x = b`` (op: identity, or the transpose), a and b
+    broadcast to their common batch axes: a's LU factorisation with partial
+    pivoting, then two triangular solves (and the permutation), as
+    ``jnp.linalg.solve``. The factorisation depends on a only, so the solve
+    with a^T in the transpose (and the JVP's second solve) share the
+    forward's: XLA computes it once."""
+    batch = jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = jnp.broadcast_to(a, batch + a.shape[-2:])
+    b = jnp.broadcast_to(b, batch + b.shape[-2:])
+    lu, pivots, _ = lax.linalg.lu(a)
+    return jax.scipy.linalg.lu_solve((lu, pivots), b, trans=1 if transpose_a else 0)
 
 
-solve_p = define_primitive("solve", family=FAMILY, operands=("a", "b"),
+def _solve_impl(a: Array, b: Array, *, transpose_a: bool) -> Array:
+    return in_float32(_lu_solve, a, b, transpose_a=transpose_a)
+
+
+solve_p = define_primitive("solve", family=FAMILY, operands=("a", "b"), params=("transpose_a",),
                            infer_meta=_solve_infer_meta, impl=_solve_impl)
 
 
@@ -248,7 +263,9 @@ def solve(a: ArrayLike, b: ArrayLike) -> Array:
     axes of a and b broadcasting. An LU solve with partial pivoting.
 
     Linear in b; the transpose is ``solve(a^T, ct)`` summed over the batch
-    axes b was broadcast along. In a: ``dx = -a^-1 da x``, one solve for the
+    axes b was broadcast along: the primitive's ``transpose_a``, which solves
+    with the same LU factorisation of a (``_lu_solve``), so that a gradient
+    factorises a once. In a: ``dx = -a^-1 da x``, one solve for the
     tangents of a and b together (``solve(a, db - da @ x)``).
     """
     a, b = promote("solve", {"a": a, "b": b}, "float")
@@ -262,8 +279,8 @@ def solve(a: ArrayLike, b: ArrayLike) -> Array:
                          "stack of matrices whose rows do not match a (a batch of vectors "
                          "is b[..., None], as in jnp.linalg.solve)")
     if len(sb) == 1:
-        return squeeze(solve_p.bind(a, expand_dims(b, axis=-1)), axis=-1)
-    return solve_p.bind(a, b)
+        return squeeze(solve_p.bind(a, expand_dims(b, axis=-1), transpose_a=False), axis=-1)
+    return solve_p.bind(a, b, transpose_a=False)
 
 
 register_op(OpDef(name="solve", family=FAMILY, fn=solve, primitives=(solve_p,),

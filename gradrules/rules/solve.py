@@ -88,19 +88,23 @@ register_rules(cholesky_p, jvp=_cholesky_jvp, transpose=NOT_LINEAR,
 def _triangular_solve_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *,
                           left_side: bool, lower: bool, transpose_a: bool,
                           unit_diagonal: bool) -> JvpResult:
-    """x = op(a)^-1 b: dx = op(a)^-1 (db - op(da) x) (left), x = b op(a)^-1:
-    dx = (db - x op(da)) op(a)^-1 (right); da masked to the triangle the op
-    reads (strict where the diagonal is unit). One solve."""
+    """x = op(a)^-1 b: dx = op(a)^-1 (db + op(-da) x) (left), x = b op(a)^-1:
+    dx = (db + x op(-da)) op(a)^-1 (right); da masked to the triangle the op
+    reads (strict where the diagonal is unit). One solve. The sign is taken
+    on da, a's shape, where it fuses into the mask both ways (the
+    transpose's too), not on the product, b's shape, which the transpose
+    would negate in a pass of its own between the solve and the matmul."""
     (a, b), (ta, tb) = primals, tangents
     params = dict(left_side=left_side, lower=lower, transpose_a=transpose_a,
                   unit_diagonal=unit_diagonal)
     x = triangular_solve_p.bind(a, b, **params)
     rhs = tb
     if not is_zero(ta):
-        da = triangle_part_p.bind(ta, lower=lower, diagonal=0.0 if unit_diagonal else 1.0)
-        prod = _mm(da, x, transpose_x=transpose_a) if left_side else _mm(
-            x, da, transpose_y=transpose_a)
-        rhs = neg(prod) if is_zero(tb) else subtract(tb, prod)
+        minus_da = neg(triangle_part_p.bind(ta, lower=lower,
+                                            diagonal=0.0 if unit_diagonal else 1.0))
+        prod = _mm(minus_da, x, transpose_x=transpose_a) if left_side else _mm(
+            x, minus_da, transpose_y=transpose_a)
+        rhs = prod if is_zero(tb) else add(tb, prod)
     if is_zero(rhs):
         return x, _jax.zero_tangent(x)
     return x, triangular_solve_p.bind(a, rhs, **params)
@@ -136,22 +140,26 @@ register_rules(triangular_solve_p, linear=("b",), jvp=_triangular_solve_jvp,
 
 
 # solve -------------------------------------------------------------------------
-def _solve_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
-    """x = a^-1 b: dx = a^-1 (db - da x), one solve."""
+def _solve_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *,
+               transpose_a: bool) -> JvpResult:
+    """x = op(a)^-1 b: dx = op(a)^-1 (db - op(da) x), one solve (with the
+    forward's LU factorisation)."""
     (a, b), (ta, tb) = primals, tangents
-    x = solve_p.bind(a, b)
+    x = solve_p.bind(a, b, transpose_a=transpose_a)
     rhs = tb
     if not is_zero(ta):
-        prod = _mm(ta, x)
+        prod = _mm(ta, x, transpose_x=transpose_a)
         rhs = neg(prod) if is_zero(tb) else subtract(tb, prod)
     if is_zero(rhs):
         return x, _jax.zero_tangent(x)
-    return x, broadcast_like(solve_p.bind(a, rhs), np.shape(x))
+    return x, broadcast_like(solve_p.bind(a, rhs, transpose_a=transpose_a), np.shape(x))
 
 
-def _solve_transpose(ct: Cotangent, a: MaybeUndefined, b: MaybeUndefined) -> list[Any]:
-    """In b: solve(a^T, ct), summed over the batch axes b was broadcast along."""
-    return [None, unbroadcast(solve_p.bind(_mT(a), ct), aval_of(b))]
+def _solve_transpose(ct: Cotangent, a: MaybeUndefined, b: MaybeUndefined, *,
+                     transpose_a: bool) -> list[Any]:
+    """In b: the solve with op(a)^T (transpose_a flipped: the same LU
+    factorisation of a), summed over the batch axes b was broadcast along."""
+    return [None, unbroadcast(solve_p.bind(a, ct, transpose_a=not transpose_a), aval_of(b))]
 
 
 register_rules(solve_p, linear=("b",), jvp=_solve_jvp, transpose=_solve_transpose,
