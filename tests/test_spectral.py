@@ -52,6 +52,22 @@ def test_svd_values_vectors_and_reconstruction(shape):
     np.testing.assert_allclose((u * s[..., None, :]) @ vh, a, atol=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(8, 40, 24), (8, 24, 40)], ids=["tall", "wide"])
+def test_svd_gradient_needs_no_more_temp_memory_than_jax(shape):
+    """The parts of du (tall) and dV (wide) outside the span of u / V are
+    scaled and negated on k x k or u-sized factors, so that the gradient
+    keeps no scaled and negated [m, k] copies side by side: its compiled
+    temp memory is at most jnp.linalg.svd's."""
+    a = RNG.standard_normal(shape).astype(np.float32)
+    w = [np.cos(np.arange(np.prod(o.shape))).reshape(o.shape).astype(np.float32)
+         for o in jax.eval_shape(gr.svd, a)]
+
+    def temp(svd):
+        grad = jax.grad(lambda a: sum(jnp.sum(wi * o) for wi, o in zip(w, svd(a))))
+        return jax.jit(grad).lower(a).compile().memory_analysis().temp_size_in_bytes
+    assert temp(gr.svd) <= temp(lambda a: jnp.linalg.svd(a, full_matrices=False))
+
+
 def test_closed_form_first_derivatives():
     """d w_i / dA = v_i v_i^T and d s_i / dA = u_i v_i^T: the gradient of
     sum(c * w) is V diag(c) V^T, that of sum(c * s) is U diag(c) Vh."""

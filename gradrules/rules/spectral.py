@@ -32,7 +32,7 @@ from ..primitives.linalg import matmul
 from ..primitives.reduction import sum_p
 from ..primitives.shape import expand_dims_p, transpose_p
 from ..primitives.spectral import eigh_p, matrix_norm_p, norm_p, svd_p
-from ..primitives.unary import abs, sign
+from ..primitives.unary import abs, neg, sign
 from ._common import front_batch
 from .reduction import reduction_batch
 
@@ -92,7 +92,10 @@ def _svd_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
     ``ds = diag(P)``, ``du = u (F o (P S + S P^T))`` and
     ``dV = V (F o (S P + P^T S))``, plus ``(da V - u P) / s_j`` in du when
     m > n and ``(da^T u - V P^T) / s_j`` in dV when n > m (the parts outside
-    the span of u / V)."""
+    the span of u / V). Those are written ``dav / s_j + u (P / -s_j)`` and
+    ``da^T (u / s_j) + V (P / -s_i)^T``: the scale and the sign on the k x k
+    P or on u, not on an m x n (n x m) product, whose scaled and negated
+    copies the transpose would otherwise keep side by side."""
     (a,), (ta,) = primals, tangents
     u, s, vh = svd_p.bind(a)
     if is_zero(ta):
@@ -107,10 +110,10 @@ def _svd_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
     du = matmul(u, multiply(f, add(ps, _mT(ps))))
     dv = matmul(v, multiply(f, add(sp, _mT(sp))))
     if m > n:
-        du = add(du, divide(subtract(dav, matmul(u, p)), s_j))
+        du = add(du, add(divide(dav, s_j), matmul(u, divide(p, neg(s_j)))))
     if n > m:
-        dau = matmul(ta, u, transpose_x=True)
-        dv = add(dv, divide(subtract(dau, matmul(v, p, transpose_y=True)), s_j))
+        dau_s = matmul(ta, divide(u, s_j), transpose_x=True)
+        dv = add(dv, add(dau_s, matmul(v, divide(p, neg(s_i)), transpose_y=True)))
     return [u, s, vh], [du, _column_dots(u, dav), _mT(dv)]
 
 
