@@ -23,7 +23,6 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg
 from jax import lax
 
 from .._jax import ShapedArray
@@ -238,15 +237,23 @@ def _solve_infer_meta(a: Any, b: Any, *, transpose_a: bool) -> ShapedArray:
 def _lu_solve(a: Array, b: Array, *, transpose_a: bool) -> Array:
     """x with ``op(a) x = b`` (op: identity, or the transpose), a and b
     broadcast to their common batch axes: a's LU factorisation with partial
-    pivoting, then two triangular solves (and the permutation), as
-    ``jnp.linalg.solve``. The factorisation depends on a only, so the solve
-    with a^T in the transpose (and the JVP's second solve) share the
-    forward's: XLA computes it once."""
+    pivoting ``a[perm] = L U``, then ``x = U^-1 L^-1 b[perm]``, or for the
+    transpose ``x[perm] = L^-T U^-T b``: jnp.linalg.solve's maths, on the
+    whole batch at once (no vmap, which would demand one sharding of a's and
+    b's batch axes). The factorisation depends on a only, so the solve with
+    a^T in the transpose (and the JVP's second solve) share the forward's:
+    XLA computes it once."""
     batch = jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = jnp.broadcast_to(a, batch + a.shape[-2:])
     b = jnp.broadcast_to(b, batch + b.shape[-2:])
-    lu, pivots, _ = lax.linalg.lu(a)
-    return jax.scipy.linalg.lu_solve((lu, pivots), b, trans=1 if transpose_a else 0)
+    lu, _, perm = lax.linalg.lu(a)
+    solve = partial(lax.linalg.triangular_solve, lu, left_side=True)
+    if not transpose_a:
+        b = jnp.take_along_axis(b, perm[..., None], axis=-2)
+        return solve(solve(b, lower=True, unit_diagonal=True), lower=False)
+    x = solve(solve(b, lower=False, transpose_a=True), lower=True, unit_diagonal=True,
+              transpose_a=True)
+    return jnp.take_along_axis(x, jnp.argsort(perm)[..., None], axis=-2)
 
 
 def _solve_impl(a: Array, b: Array, *, transpose_a: bool) -> Array:
