@@ -158,12 +158,22 @@ def cross_entropy_cotangent(logits: Any, labels: Any, lse: Any, lse_lo: Any, g_l
     classes = aval_of(logits).shape[-1]
     c = mask_tokens(g_loss, labels, classes, ignore_index)
     r = add(multiply(c, add(multiply(lse, 2 * z_loss), 1.0)) if z_loss else c, g_lse)
-    d = multiply(token_probs(cast(logits, acc), lse, lse_lo), expand_dims(r, axis=-1))
+    p = token_probs(cast(logits, acc), lse, lse_lo)
     hot = one_hot(labels, classes, acc, ignore_index)
+    return cast(grouped_cotangent(p, hot, c, r, label_smoothing, classes), dtype)
+
+
+def grouped_cotangent(p: Any, hot: Any, c: Any, r: Any, label_smoothing: float,
+                      classes: Any) -> Any:
+    """``p r - c ((1 - eps) hot + eps / V)`` with the per-token ``c`` and
+    ``r`` broadcast along the classes: the cross-entropy cotangent grouped
+    so that each logit gets one multiply by p (and its JVP one, ``dp r``),
+    not one per term that multiplies p."""
+    d = multiply(p, expand_dims(r, axis=-1))
     d = subtract(d, multiply(hot, expand_dims(multiply(c, 1 - label_smoothing), axis=-1)))
     if label_smoothing:
         d = subtract(d, expand_dims(multiply(c, label_smoothing / classes), axis=-1))
-    return cast(d, dtype)
+    return d
 
 
 cross_entropy_p = define_primitive(

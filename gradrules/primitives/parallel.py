@@ -58,7 +58,8 @@ from .arithmetic import add, multiply, subtract
 from .compare import ge, lt, where
 from .gather import one_hot, take_along_axis
 from ._labels import REDUCTIONS, labels_arg, mask_tokens, reduce_loss
-from .loss import ce_jvp_meta, ce_meta, ce_vjp_meta, cross_entropy_reference, token_probs
+from .loss import (ce_jvp_meta, ce_meta, ce_vjp_meta, cross_entropy_reference,
+                   grouped_cotangent, token_probs)
 from .reduction import sum as gr_sum
 from .shape import expand_dims, squeeze
 
@@ -132,18 +133,17 @@ def vocab_parallel_cotangent(logits: Any, labels: Any, lse: Any, lse_lo: Any, g_
     """The backward, the transpose of the tangent map: the shard's slice of
     ``g_loss (p - (1 - eps) onehot(label) - eps / V) + g_lse p`` (``g_loss``
     masked as the loss), with ``onehot`` zero on the shards that do not hold
-    the label; computed in the dtype of ``lse``, returned in the logits'."""
+    the label; grouped as ``p (c + g_lse) - c ((1 - eps) onehot + eps / V)``
+    (``grouped_cotangent``: one multiply by p per logit, and one in its
+    JVP); computed in the dtype of ``lse``, returned in the logits'."""
     dtype, acc = aval_of(logits).dtype, aval_of(lse).dtype
     shard_size = aval_of(logits).shape[-1]
     start, vocab = shard_vocab(axis_name, shard_size)
     p = token_probs(cast(logits, acc), lse, lse_lo)
     local = subtract(labels, cast(start, aval_of(labels).dtype))
     hot = one_hot(local, num_classes=shard_size, dtype=acc)     # 0 rows off the shard
-    d = subtract(p, multiply(hot, 1 - label_smoothing))
-    if label_smoothing:
-        d = subtract(d, label_smoothing / vocab)
-    c = expand_dims(mask_tokens(g_loss, labels, vocab, ignore_index), axis=-1)
-    return cast(add(multiply(c, d), multiply(expand_dims(g_lse, axis=-1), p)), dtype)
+    c = mask_tokens(g_loss, labels, vocab, ignore_index)
+    return cast(grouped_cotangent(p, hot, c, add(c, g_lse), label_smoothing, vocab), dtype)
 
 
 def _vpce_vjp(logits: Array, labels: Array, lse: Array, lse_lo: Array, g_loss: Array,
