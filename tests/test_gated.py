@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import gradrules
 from gradrules import _jax
 from gradrules.primitives.arithmetic import multiply
 from gradrules.primitives.gated import gelu_gated, silu_gated, silu_rowsplit
@@ -110,6 +111,53 @@ def test_bad_input() -> None:
                                          "applies to activation='silu' only"):
         silu_rowsplit(np.ones((2, 4)), activation="gelu", limit=1.0)
 
+
+
+def _compiled(fn, *args):
+    return jax.jit(fn).lower(*args).compile()
+
+
+def _silu_case(op: str, kwargs: dict, halves: int) -> tuple:
+    """(our function's and the reference's jvp, grad (of ``sum(w * out)``)
+    and Hessian-vector product, and the float32 arguments) of a silu op."""
+    r = np.random.default_rng(1)
+    args = tuple(jnp.asarray(r.normal(size=(256, 1024 // halves)) * 3, jnp.float32)
+                 for _ in range(halves))
+    tangents = tuple(jnp.asarray(r.normal(size=a.shape), jnp.float32) for a in args)
+    w = jnp.asarray(r.normal(size=(256, 512)), jnp.float32)
+    entry = gradrules.get_op(op)
+
+    def modes(fn):
+        grad = jax.grad(lambda *a: jnp.sum(w * fn(*a, **kwargs)), tuple(range(halves)))
+        return {"jvp": lambda *a: jax.jvp(lambda *b: fn(*b, **kwargs), a, tangents)[1],
+                "grad": grad, "hvp": lambda *a: jax.jvp(grad, a, tangents)[1]}
+
+    return modes(entry.fn), modes(entry.reference), args
+
+
+SILU_CASES = [("silu_gated", {}, 2), ("silu_gated", {"limit": 1.5}, 2),
+              ("silu_rowsplit", {"limit": 1.0}, 1)]
+
+
+@pytest.mark.parametrize("op, kwargs, halves", SILU_CASES)
+def test_silu_derivatives_compile_to_one_exp(op, kwargs, halves) -> None:
+    """silu's ``s`` and ``s'`` come from one ``sigmoid_and_slope``: the
+    compiled tangent map, gradient and Hessian-vector product hold one exp
+    each (a separate sigmoid was a second)."""
+    ours, _, args = _silu_case(op, kwargs, halves)
+    for mode, fn in ours.items():
+        hlo = _compiled(fn, *args).as_text()
+        assert hlo.count(" exponential(") == 1, (mode, hlo)
+
+
+@pytest.mark.parametrize("op, kwargs, halves", SILU_CASES[1:])
+def test_silu_hvp_temp_is_no_more_than_the_references(op, kwargs, halves) -> None:
+    """With the clamp, the compiled Hessian-vector product's temp memory is
+    no more than the jax.numpy reference's (a separate sigmoid's value was
+    one more [n] buffer written out)."""
+    ours, ref, args = _silu_case(op, kwargs, halves)
+    temp = [_compiled(f["hvp"], *args).memory_analysis().temp_size_in_bytes for f in (ours, ref)]
+    assert temp[0] <= temp[1], temp
 
 # -------------------------------------------------------------------- glu
 @pytest.mark.parametrize("axis", [-1, 0, 1])

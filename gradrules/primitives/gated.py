@@ -38,7 +38,7 @@ from ..pallas.gated import BlockSizes
 from ._compose import cast
 from ._fused import matching_meta, upcast
 from ._sharding import row_labels, shard_map_bind
-from .activation import clamp, gelu, gelu_slope, sigmoid, silu_slope
+from .activation import clamp, gelu, gelu_slope, sigmoid, sigmoid_and_slope, silu_slope
 from .arithmetic import add, multiply
 from .compare import le, where
 from .convert import promote
@@ -69,8 +69,13 @@ def _gated_terms(gate: Any, up: Any, activation: str, limit: float | None, appro
                  ) -> tuple[Any, ...]:
     """(accumulation dtype, clamped up, act(gate), act'(gate), and the masks
     where each clamp passes derivatives (None without a limit)), in gradrules
-    ops: ``silu(x) = x s`` with ``s = sigmoid(x)`` and ``silu_slope``, or
-    ``gelu`` and ``gelu_slope``. The clamps are the catalog clamp, whose
+    ops: ``silu(x) = x s`` and ``silu_slope``, or ``gelu`` and
+    ``gelu_slope``. silu's ``s = sigmoid(x)`` is the first output of the
+    ``sigmoid_and_slope`` that ``silu_slope`` takes ``s'`` from (as silu's
+    own JVP does), so the two are one exp per element, in every order; a
+    separate ``sigmoid`` is a second exp, and its value a third buffer that
+    XLA writes out in a Hessian-vector product (where ``s`` and ``s'``
+    each feed both outputs). The clamps are the catalog clamp, whose
     derivative is 1 inside its range, bounds included, as the masks (so the
     JVPs of the compositions agree with them)."""
     acc = acc_dtype(aval_of(gate).dtype)
@@ -80,7 +85,7 @@ def _gated_terms(gate: Any, up: Any, activation: str, limit: float | None, appro
         mg, mu = le(g, limit), le(gr_abs(u), limit)
         g, u = clamp(g, max=limit), clamp(u, min=-limit, max=limit)
     if activation == "silu":
-        s = sigmoid(g)
+        s = sigmoid_and_slope(g)[0]
         return acc, u, multiply(g, s), silu_slope(g, s), mg, mu
     return acc, u, gelu(g, approximate=approximate), gelu_slope(g, approximate), mg, mu
 
