@@ -122,8 +122,8 @@ def _take_infer_meta(op: str, x: Any, index: Any, *, axis: int, batch_dims: int)
 def _take_impl(x: Array, index: Array, *, axis: int, batch_dims: int) -> Array:
     a = axis - batch_dims
 
-    def take(x: Array, i: Array) -> Array:
-        return take_clip(x, clip_index(i, x.shape[a]), a)
+    def take(x: Array, i: Array) -> Array:        # the gather clips, as in the reference
+        return take_clip(x, wrap_index(i, x.shape[a]), a)
     return vmapped(take, batch_dims)(x, index)
 
 
@@ -222,7 +222,8 @@ def _take_along_axis_infer_meta(x: Any, index: Any, *, axis: int) -> ShapedArray
 
 
 def _take_along_axis_impl(x: Array, index: Array, *, axis: int) -> Array:
-    return jnp.take_along_axis(x, clip_index(index, x.shape[axis]), axis=axis, mode="clip")
+    """jnp.take_along_axis wraps negative indices (once) and its gather clips."""
+    return jnp.take_along_axis(x, wide_index(index), axis=axis, mode="clip")
 
 
 take_along_axis_p = define_primitive("take_along_axis", family=FAMILY, operands=("x", "index"),
