@@ -7,7 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from gradrules.primitives import grid as gp
 from gradrules.primitives.grid import grid_sample, grid_sample_reference
+
+from _helpers import mode_costs
 
 RNG = np.random.default_rng(0)
 X = (np.arange(12.0) + 1).reshape(1, 1, 3, 4)      # row r: 4 r + 1 .. 4 r + 4
@@ -99,3 +102,63 @@ def test_bad_input() -> None:
         grid_sample(np.zeros((1, 1, 3, 3)), np.zeros((1, 2, 2, 2)), padding_mode="wrap")
     with pytest.raises(TypeError, match="align_corners must be a bool"):
         grid_sample(np.zeros((1, 1, 3, 3)), np.zeros((1, 2, 2, 2)), align_corners=1)
+
+
+def _grid_prim_args(rng):
+    x = rng.standard_normal((2, 3, 4, 5))
+    grid = rng.uniform(-1.3, 1.3, (2, 3, 2, 2))
+    ct = rng.standard_normal((2, 3, 3, 2))
+    t = rng.standard_normal(grid.shape)
+    return x, grid, ct, t
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "reflection"])
+def test_grid_tangent_primitives_transpose_to_each_other(padding_mode) -> None:
+    """<ct, f(a)> = <f^T(ct), a> for every linear operand of the grid
+    tangent map, its transpose in t and its transpose in x."""
+    x, grid, ct, t = _grid_prim_args(np.random.default_rng(1))
+    kw = dict(mode="bilinear", padding_mode=padding_mode, align_corners=False,
+              derivative=(0, 0))
+    maps = [  # (function of the linear operand, its input, an output-shaped cotangent)
+        (lambda a: gp.grid_sample_grid_jvp_p.bind(a, grid, t, **kw), x, ct),
+        (lambda a: gp.grid_sample_grid_jvp_p.bind(x, grid, a, **kw), t, ct),
+        (lambda a: gp.grid_sample_grid_vjp_p.bind(a, grid, ct, **kw), x, t),
+        (lambda a: gp.grid_sample_grid_vjp_p.bind(x, grid, a, **kw), ct, t),
+        (lambda a: gp.grid_sample_grid_scatter_p.bind(a, grid, t, size=(4, 5), **kw), ct, x),
+        (lambda a: gp.grid_sample_grid_scatter_p.bind(ct, grid, a, size=(4, 5), **kw), t, x)]
+    for f, a, c in maps:
+        (back,) = jax.linear_transpose(f, a)(c)
+        np.testing.assert_allclose(np.vdot(c, f(a)), np.vdot(back, a), rtol=1e-10)
+
+
+def test_grid_tangent_map_is_the_sum_over_directions() -> None:
+    """grid_sample_grid_jvp(x, grid, t) = sum_k t[..., k] * grid_sample(x,
+    derivative + e_k); its transpose in t sums ct * that over the channels."""
+    x, grid, ct, t = _grid_prim_args(np.random.default_rng(2))
+    kw = dict(mode="bilinear", padding_mode="border", align_corners=True)
+    d = [grid_sample_reference(x, grid, derivative=e, **kw) for e in [(1, 0), (0, 1)]]
+    want = d[0] * t[..., 0][:, None] + d[1] * t[..., 1][:, None]
+    np.testing.assert_allclose(gp.grid_sample_grid_jvp_p.bind(x, grid, t, derivative=(0, 0),
+                                                              **kw), want, rtol=1e-12)
+    np.testing.assert_allclose(gp.grid_sample_grid_vjp_p.bind(x, grid, ct, derivative=(0, 0),
+                                                              **kw),
+                               np.stack([(ct * dk).sum(1) for dk in d], -1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["grad", "hvp"])
+def test_grid_derivatives_gather_and_scatter_each_corner_once(mode) -> None:
+    """The grid derivative sums ct times the corner values over the channels
+    before weighting them (no [N, C, Ho, Wo] sampling per direction), and the
+    HVP scatters each corner once with the directions' weights combined per
+    point: as many gathers and scatters as jax.numpy's autodiff, and no more
+    FLOPs or bytes (grad was 1.57x FLOPs, HVP 2.0x FLOPs and 1.9x bytes)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 16, 12, 12)).astype(np.float32)
+    grid = rng.uniform(-1.1, 1.1, (2, 12, 12, 2)).astype(np.float32)
+    (ours, _), (ref, _) = mode_costs(mode, [grid_sample, grid_sample_reference], x, grid,
+                                     diff=(0, 1))
+    text, ref_text = ours.compiled.as_text(), ref.compiled.as_text()
+    for op in (" gather(", " scatter("):
+        assert text.count(op) <= ref_text.count(op), op
+    assert ours.flops <= 1.1 * ref.flops
+    assert ours.bytes_accessed <= 1.05 * ref.bytes_accessed

@@ -78,34 +78,66 @@ def source_coordinate(g: Array, size: int, *, padding_mode: str, align_corners: 
     return c, slope
 
 
+def grid_directions(mode: str, derivative: tuple[int, int]) -> tuple[int, ...]:
+    """The grid coordinates k whose weights still depend on the grid: none
+    for nearest sampling, else those not yet differentiated."""
+    return () if mode == "nearest" else tuple(k for k in (0, 1) if derivative[k] == 0)
+
+
+def _corners(x: Array, grid: Array, *, mode: str, padding_mode: str, align_corners: bool
+             ) -> tuple[list[Array], Any]:
+    """(values, weights): the image at each corner around the sampled points,
+    [N, C, Ho, Wo] (bilinear: four, nearest: one), and ``weights(derivative)``,
+    each corner's weight [N, Ho, Wo] (0 where the corner is outside the
+    image) with the weights of direction k replaced by their derivative
+    where ``derivative[k] = 1``."""
+    n, c, h, w = x.shape
+    kw = dict(padding_mode=padding_mode, align_corners=align_corners)
+    ix, sx = source_coordinate(grid[..., 0], w, **kw)  # type: ignore[arg-type]
+    iy, sy = source_coordinate(grid[..., 1], h, **kw)  # type: ignore[arg-type]
+    if mode == "nearest":
+        corners = [(jnp.round(ix), jnp.round(iy))]
+    else:
+        x0, y0 = jnp.floor(ix), jnp.floor(iy)
+        fx, fy = ix - x0, iy - y0
+        corners = [(x0 + dx, y0 + dy) for dy in (0, 1) for dx in (0, 1)]
+    valid = [(cx >= 0) & (cx <= w - 1) & (cy >= 0) & (cy <= h - 1) for cx, cy in corners]
+
+    def weights(derivative: tuple[int, int]) -> list[Array]:
+        if mode == "nearest":
+            raw = [jnp.ones_like(ix)]
+        else:
+            wx = (1 - fx, fx) if derivative[0] == 0 else (-sx, sx)
+            wy = (1 - fy, fy) if derivative[1] == 0 else (-sy, sy)
+            raw = [wx[dx] * wy[dy] for dy in (0, 1) for dx in (0, 1)]
+        return [jnp.where(v, r, 0) for v, r in zip(valid, raw)]
+
+    flat = x.reshape(n, c, h * w)
+    values = []
+    for cx, cy in corners:
+        idx = (jnp.clip(cy, 0, h - 1) * w + jnp.clip(cx, 0, w - 1)).astype(jnp.int32)
+        idx = idx.reshape(n, 1, math.prod(idx.shape[1:]))   # not -1: n may be 0
+        values.append(jnp.take_along_axis(flat, idx, axis=2).reshape((n, c) + grid.shape[1:3]))
+    return values, weights
+
+
+def _weighted_sum(values: list[Array], weights: list[Array], dtype: Any) -> Array:
+    """``sum_corner values * weights`` (the weights broadcast over channels)."""
+    out = jnp.zeros(values[0].shape, dtype)
+    for v, weight in zip(values, weights):
+        out = out + v * weight[:, None]
+    return out.astype(dtype)
+
+
 def grid_sample_reference(x: Array, grid: Array, *, mode: str = "bilinear",
                           padding_mode: str = "zeros", align_corners: bool = False,
                           derivative: tuple[int, int] = (0, 0)) -> Array:
     """torch's grid_sample in plain jax.numpy. ``derivative`` (a, b) replaces
     the x- (a = 1) / y- (b = 1) interpolation weights by their derivative
     with respect to the normalised grid coordinate."""
-    n, c, h, w = x.shape
-    kw = dict(padding_mode=padding_mode, align_corners=align_corners)
-    ix, sx = source_coordinate(grid[..., 0], w, **kw)  # type: ignore[arg-type]
-    iy, sy = source_coordinate(grid[..., 1], h, **kw)  # type: ignore[arg-type]
-    if mode == "nearest":
-        corners, weights = [(jnp.round(ix), jnp.round(iy))], [jnp.ones_like(ix)]
-    else:
-        x0, y0 = jnp.floor(ix), jnp.floor(iy)
-        fx, fy = ix - x0, iy - y0
-        wx = (1 - fx, fx) if derivative[0] == 0 else (-sx, sx)
-        wy = (1 - fy, fy) if derivative[1] == 0 else (-sy, sy)
-        corners = [(x0 + dx, y0 + dy) for dy in (0, 1) for dx in (0, 1)]
-        weights = [wx[dx] * wy[dy] for dy in (0, 1) for dx in (0, 1)]
-    flat = x.reshape(n, c, h * w)
-    out = jnp.zeros((n, c) + grid.shape[1:3], x.dtype)
-    for (cx, cy), weight in zip(corners, weights):
-        valid = (cx >= 0) & (cx <= w - 1) & (cy >= 0) & (cy <= h - 1)
-        idx = (jnp.clip(cy, 0, h - 1) * w + jnp.clip(cx, 0, w - 1)).astype(jnp.int32)
-        idx = idx.reshape(n, 1, math.prod(idx.shape[1:]))   # not -1: n may be 0
-        v = jnp.take_along_axis(flat, idx, axis=2).reshape(out.shape)
-        out = out + v * jnp.where(valid, weight, 0)[:, None]
-    return out.astype(x.dtype)
+    values, weights = _corners(x, grid, mode=mode, padding_mode=padding_mode,
+                               align_corners=align_corners)
+    return _weighted_sum(values, weights(derivative), x.dtype)
 
 
 grid_sample_p = define_primitive("grid_sample", family=FAMILY, operands=("x", "grid"),
@@ -119,18 +151,101 @@ def _grid_sample_transpose_infer_meta(ct: Any, grid: Any, *, size: tuple[int, in
     return ShapedArray(tuple(ct.shape[:2]) + tuple(size), dtype)
 
 
-def _grid_sample_transpose_impl(ct: Array, grid: Array, *, size: tuple[int, int],
-                                **params: Any) -> Array:
-    """The adjoint of grid_sample in x: scatter-add ct with the same weights."""
-    def sample(x: Array) -> Array:
-        return grid_sample_reference(x, grid, **params)
+def _adjoint_in_x(sample: Any, ct: Array, size: tuple[int, int]) -> Array:
+    """The adjoint of the image -> [N, C, Ho, Wo] linear map ``sample``
+    applied to ct: a scatter-add of ct with the same weights."""
     _, vjp = jax.vjp(sample, jnp.zeros(tuple(ct.shape[:2]) + tuple(size), ct.dtype))
     return vjp(ct)[0]
+
+
+def _grid_sample_transpose_impl(ct: Array, grid: Array, *, size: tuple[int, int],
+                                **params: Any) -> Array:
+    """The adjoint of grid_sample in x."""
+    return _adjoint_in_x(lambda x: grid_sample_reference(x, grid, **params), ct, size)
 
 
 grid_sample_transpose_p = define_primitive(
     "grid_sample_transpose", family=FAMILY, operands=("ct", "grid"), params=PARAMS + ("size",),
     infer_meta=_grid_sample_transpose_infer_meta, impl=_grid_sample_transpose_impl)
+
+
+def differentiated(derivative: tuple[int, int], k: int) -> tuple[int, int]:
+    """``derivative`` with direction k's weights differentiated as well."""
+    return (1, derivative[1]) if k == 0 else (derivative[0], 1)
+
+
+def _check_grid_like(op: str, grid: Any, t: Any) -> None:
+    if tuple(t.shape) != tuple(grid.shape):
+        raise ValueError(f"{op_name(op)}: t with shape {tuple(t.shape)} must have the grid's "
+                         f"shape {tuple(grid.shape)}")
+
+
+def _grid_jvp_infer_meta(x: Any, grid: Any, t: Any, **params: Any) -> ShapedArray:
+    _check_grid_like("grid_sample_grid_jvp", grid, t)
+    return _grid_sample_infer_meta(x, grid)
+
+
+def _grid_jvp_impl(x: Array, grid: Array, t: Array, *, derivative: tuple[int, int],
+                   **params: Any) -> Array:
+    """``sum_k t[..., k] * grid_sample(x, derivative + e_k)``: the corners'
+    weights combined per point before the channels are weighted."""
+    values, weights = _corners(x, grid, **params)
+    per_k = {k: weights(differentiated(derivative, k))
+             for k in grid_directions(params["mode"], derivative)}
+    if not per_k:
+        return jnp.zeros(values[0].shape, x.dtype)
+    combined = [sum(t[..., k] * per_k[k][i] for k in per_k) for i in range(len(values))]
+    return _weighted_sum(values, combined, x.dtype)
+
+
+grid_sample_grid_jvp_p = define_primitive(
+    "grid_sample_grid_jvp", family=FAMILY, operands=("x", "grid", "t"), params=PARAMS,
+    infer_meta=_grid_jvp_infer_meta, impl=_grid_jvp_impl)
+
+
+def _grid_vjp_infer_meta(x: Any, grid: Any, ct: Any, **params: Any) -> ShapedArray:
+    want = _grid_sample_infer_meta(x, grid)
+    if tuple(ct.shape) != tuple(want.shape):
+        raise ValueError(f"{op_name('grid_sample_grid_vjp')}: ct with shape "
+                         f"{tuple(ct.shape)} must have the output's shape {tuple(want.shape)}")
+    return ShapedArray(tuple(grid.shape), want.dtype)
+
+
+def _grid_vjp_impl(x: Array, grid: Array, ct: Array, *, derivative: tuple[int, int],
+                   **params: Any) -> Array:
+    """The transpose of grid_sample_grid_jvp in t: ``out[..., k] = sum_c ct *
+    grid_sample(x, derivative + e_k)``, with the channels summed per corner
+    first (``sum_corner weight_k * sum_c ct * value``)."""
+    values, weights = _corners(x, grid, **params)
+    dirs = grid_directions(params["mode"], derivative)
+    dots = [jnp.sum(ct * v, axis=1) for v in values] if dirs else []
+    out = [sum(d * wk for d, wk in zip(dots, weights(differentiated(derivative, k))))
+           if k in dirs else jnp.zeros(grid.shape[:-1], x.dtype) for k in (0, 1)]
+    return jnp.stack(out, axis=-1).astype(x.dtype)
+
+
+grid_sample_grid_vjp_p = define_primitive(
+    "grid_sample_grid_vjp", family=FAMILY, operands=("x", "grid", "ct"), params=PARAMS,
+    infer_meta=_grid_vjp_infer_meta, impl=_grid_vjp_impl)
+
+
+def _grid_scatter_infer_meta(ct: Any, grid: Any, t: Any, *, size: tuple[int, int],
+                             **params: Any) -> ShapedArray:
+    _check_grid_like("grid_sample_grid_scatter", grid, t)
+    return _grid_sample_transpose_infer_meta(ct, grid, size=size)
+
+
+def _grid_scatter_impl(ct: Array, grid: Array, t: Array, *, size: tuple[int, int],
+                       **params: Any) -> Array:
+    """The transpose of grid_sample_grid_jvp in x: ``sum_k
+    grid_sample_transpose(ct * t[..., k], derivative + e_k)``, one scatter
+    per corner with the directions' weights combined per point."""
+    return _adjoint_in_x(lambda x: _grid_jvp_impl(x, grid, t, **params), ct, size)
+
+
+grid_sample_grid_scatter_p = define_primitive(
+    "grid_sample_grid_scatter", family=FAMILY, operands=("ct", "grid", "t"),
+    params=PARAMS + ("size",), infer_meta=_grid_scatter_infer_meta, impl=_grid_scatter_impl)
 
 
 def grid_sample(x: ArrayLike, grid: ArrayLike, *, mode: str = "bilinear",
@@ -164,7 +279,8 @@ def _grid_sample_ref(x: Array, grid: Array, *, mode: str = "bilinear",
 
 
 register_op(OpDef(name="grid_sample", family=FAMILY, fn=grid_sample,
-                  primitives=(grid_sample_p, grid_sample_transpose_p),
+                  primitives=(grid_sample_p, grid_sample_transpose_p, grid_sample_grid_jvp_p,
+                              grid_sample_grid_vjp_p, grid_sample_grid_scatter_p),
                   reference=_grid_sample_ref, operands=("x", "grid"), linear=(("x",),),
                   aliases=("grid_sample2d",)))
 grid_sample2d = grid_sample
