@@ -127,17 +127,23 @@ def position_dtype(n: int) -> Any:
     return np.int32 if jax.export.is_symbolic_dim(n) or n < 2**31 else np.int64
 
 
+# ``.at[idx]`` options for indices already clipped into range (``clip_index``):
+# the scatter neither wraps them again nor checks their bounds.
+IN_RANGE: dict[str, Any] = {"mode": "promise_in_bounds", "wrap_negative_indices": False}
+
+
 def last_wins(x: Array, idx: tuple[Array, ...], updates: Array) -> Array:
     """``x.at[idx].set(updates)`` where, among updates that hit the same
     element, the last one in row-major order of the index wins (XLA's
     scatter leaves that order unspecified). ``idx`` indexes the first
-    ``len(idx)`` axes of x; ``updates`` has shape ``idx[0].shape + rest``."""
+    ``len(idx)`` axes of x, clipped into range; ``updates`` has shape
+    ``idx[0].shape + rest``."""
     k, ishape = len(idx), idx[0].shape
     size = math.prod(ishape)
     if size == 0:
         return x
     pos = jnp.arange(size, dtype=position_dtype(size)).reshape(ishape)
-    winner = jnp.full(x.shape[:k], -1, pos.dtype).at[idx].max(pos)
+    winner = jnp.full(x.shape[:k], -1, pos.dtype).at[idx].max(pos, **IN_RANGE)
     picked = updates.reshape((size,) + x.shape[k:])[jnp.maximum(winner, 0)]
     hit = (winner >= 0).reshape(winner.shape + (1,) * (x.ndim - k))
     return jnp.where(hit, picked, x)
@@ -287,7 +293,9 @@ def _index_put_infer_meta(x: Any, values: Any, *indices: Any, accumulate: bool) 
 
 def _index_put_impl(x: Array, values: Array, *indices: Array, accumulate: bool) -> Array:
     idx = tuple(clip_index(i, n) for i, n in zip(indices, x.shape))
-    return x.at[idx].add(values) if accumulate else last_wins(x, idx, values)
+    if accumulate:
+        return x.at[idx].add(values, **IN_RANGE)
+    return last_wins(x, idx, values)
 
 
 index_put_p = define_primitive("index_put", family=FAMILY, operands=("x", "values", "*indices"),
