@@ -13,6 +13,8 @@ import jax.numpy as jnp
 
 from gradrules.primitives import activation as a
 
+from _helpers import mode_costs
+
 
 def _d(fn, x, order=1, **kw):
     """The ``order``-th derivative of the scalar function at each point of x."""
@@ -328,6 +330,20 @@ def test_clip_array_bounds_broadcast_like_jnp():
     # min > max: max everywhere, as jnp.clip
     np.testing.assert_array_equal(a.clip(x, np.full(3, 1.0), np.full(3, -1.0)),
                                   np.full((2, 3), -1.0))
+
+
+def test_clip_array_bounds_compile_to_jnp_clips_max_and_min():
+    """Array bounds bind clip_below and clip_above (max(x, min), min(y, max)):
+    the forward is jax.numpy's HLO, one max and one min per element (a
+    compare and a where per bound took twice its FLOPs)."""
+    x = jnp.linspace(-2.0, 2.0, 64 * 48, dtype=jnp.float32).reshape(64, 48)
+    lo, hi = jnp.linspace(-1.0, 0.0, 48), jnp.linspace(0.5, 1.5, 64)[:, None]
+    jaxpr = str(jax.make_jaxpr(a.clip)(x, lo, hi))
+    assert "clip_below" in jaxpr and "clip_above" in jaxpr and "where" not in jaxpr
+    (ours, got), (ref, want) = mode_costs("forward", (a.clip, jnp.clip), x, lo, hi)
+    assert ours.flops <= ref.flops
+    assert ours.bytes_accessed <= ref.bytes_accessed
+    np.testing.assert_array_equal(got, want)
 
 
 def test_clip_derivative_is_clamps_at_the_bounds():

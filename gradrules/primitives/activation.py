@@ -30,7 +30,7 @@ from ..core.numerics import GELU_A, GELU_SATURATION, gelu_cdf, SQRT_2_OVER_PI
 from ._elementwise import (define_elementwise, elementwise_op, elementwise_primitive,
                            register_elementwise)
 from .arithmetic import add, multiply, subtract
-from .compare import gt, lt, where, where_p
+from .compare import gt, where
 from .convert import promote
 from .special import erfc
 from .unary import exp, neg, square, tanh
@@ -456,6 +456,24 @@ register_elementwise(clamp, clamp_p, _clamp_reference)
 
 
 # ------------------------------------------------------------------- clip
+# clip's array-bound path: max(x, min) and min(x, max), x broadcasting with
+# the bound; each passes the tangent of x where x is at or inside its bound
+# and the bound's outside (rules/activation.py), where maximum and minimum
+# split ties.
+def _clip_below_impl(x: Array, min: Array) -> Array:  # noqa: A002
+    return jnp.maximum(min, x)      # jnp.clip's operand order: the same HLO
+
+
+def _clip_above_impl(x: Array, max: Array) -> Array:  # noqa: A002
+    return jnp.minimum(max, x)
+
+
+clip_below_p = elementwise_primitive("clip_below", _clip_below_impl, family=FAMILY,
+                                     operands=("x", "min"), kind="numeric")
+clip_above_p = elementwise_primitive("clip_above", _clip_above_impl, family=FAMILY,
+                                     operands=("x", "max"), kind="numeric")
+
+
 def _static_bound(value: Any) -> bool:
     """None, or a Python / numpy number: a bound clamp takes as a param."""
     return value is None or (isinstance(value, (int, float, np.integer, np.floating))
@@ -472,11 +490,13 @@ def clip(x: ArrayLike, min: ArrayLike | None = None,  # noqa: A002
     an integer x keeps its dtype and takes integral bounds only, where
     jnp.clip would promote it to float with a float bound).
     Array bounds (broadcasting with x, as jnp.clip) cannot be params, so they
-    go through the catalog's where: ``y = where(x < min, min, x)``, then
-    ``where(y > max, max, y)``. Both paths share clamp's derivative: d/dx = 1
-    where min <= x <= max, bounds included, else 0; an array bound receives
-    the rest (d/dmin = [x < min], d/dmax = [y > max]). jnp.clip's own
-    derivative splits ties at the bounds in half (maximum / minimum).
+    are operands of ``clip_below`` (max(x, min)) and then ``clip_above``
+    (min(y, max)): one max and one min per element, as jnp.clip (a compare
+    and a where per bound took twice its FLOPs). Both paths share clamp's
+    derivative: d/dx = 1 where min <= x <= max, bounds included, else 0; an
+    array bound receives the rest (d/dmin = [x < min], d/dmax = [y > max]).
+    jnp.clip's own derivative splits ties at the bounds in half (maximum /
+    minimum).
     """
     x = as_array("clip", "x", x)
     if min is None and max is None:
@@ -489,9 +509,9 @@ def clip(x: ArrayLike, min: ArrayLike | None = None,  # noqa: A002
     broadcast_shapes("clip", {k: tuple(np.shape(v)) for k, v in args.items()})
     y = args["x"]
     if "min" in args:
-        y = where(lt(y, args["min"]), args["min"], y)
+        y = clip_below_p.bind(y, args["min"])
     if "max" in args:
-        y = where(gt(y, args["max"]), args["max"], y)
+        y = clip_above_p.bind(y, args["max"])
     return y
 
 
@@ -503,5 +523,6 @@ def _clip_reference(x: ArrayLike, min: ArrayLike | None = None,  # noqa: A002
     return jnp.clip(x, min, max)
 
 
-register_op(OpDef(name="clip", family=FAMILY, fn=clip, primitives=(clamp_p, where_p),
+register_op(OpDef(name="clip", family=FAMILY, fn=clip,
+                  primitives=(clamp_p, clip_below_p, clip_above_p),
                   reference=_clip_reference, operands=("x", "min", "max")))

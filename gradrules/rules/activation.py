@@ -25,7 +25,7 @@ from ..primitives.arithmetic import add, multiply, subtract
 from ..primitives.compare import ge, gt, le, lt, where
 from ..primitives.logical import logical_and
 from ..primitives.unary import neg
-from ._common import elementwise_batch, elementwise_rules
+from ._common import broadcast_like, elementwise_batch, elementwise_rules, instantiate
 
 
 def _sigmoid_dx(x: Any, out: Any) -> Any:
@@ -149,3 +149,33 @@ def _clamp_dx(x: Any, out: Any, *, min: float | None, max: float | None) -> Any:
 
 
 register_rules(a.clamp_p, **elementwise_rules(a.clamp_p, _clamp_dx))
+
+
+# clip_below and clip_above (clip's array bounds) -------------------------------
+def _bound_jvp(prim: Any, outside: Any, primals: Sequence[Any],
+               tangents: Sequence[Tangent]) -> JvpResult:
+    """t_out = where(outside, t_bound, t_x): x's tangent where x is at or
+    inside the bound (clamp's rule), the bound's where x is beyond it; a
+    where of the tangents, linear in them, as the where of clip's values was."""
+    (x, bound), (tx, tb) = primals, tangents
+    out = prim.bind(x, bound)
+    if is_zero(tx) and is_zero(tb):
+        return out, zero_tangent(out)
+    t = where(outside, instantiate(tb, bound), instantiate(tx, x))
+    return out, broadcast_like(t, np.shape(out))
+
+
+def _clip_below_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
+    """max(x, min): min's tangent where x < min, x's elsewhere."""
+    return _bound_jvp(a.clip_below_p, lt(*primals), primals, tangents)
+
+
+def _clip_above_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
+    """min(x, max): max's tangent where x > max, x's elsewhere."""
+    return _bound_jvp(a.clip_above_p, gt(*primals), primals, tangents)
+
+
+register_rules(a.clip_below_p, jvp=_clip_below_jvp, transpose=NOT_LINEAR,
+               batch=elementwise_batch(a.clip_below_p))
+register_rules(a.clip_above_p, jvp=_clip_above_jvp, transpose=NOT_LINEAR,
+               batch=elementwise_batch(a.clip_above_p))
