@@ -149,13 +149,16 @@ def _bessel_i1e_dx(x: Any, out: Any) -> Any:
     formula's third derivative is off by about eps**(3/4), its second by
     eps**(7/8).
 
-    Double where: each branch is evaluated at a safe x (the formula at 1 where
-    |x| <= t, the series at 0 where |x| > t), so neither it nor any of its
-    derivatives is inf or NaN where it is not selected."""
+    Double where: the formula's 1/x is evaluated at 1 where |x| <= t and the
+    series at 0 where |x| > t, so neither branch nor any of its derivatives
+    is inf or NaN where it is not selected. i0e and sign are finite with all
+    their derivatives at 0, so they take x itself: their derivatives then
+    reuse i1e(x), the output, where i0e(safe x) needed an i1e of its own
+    (and a materialised safe x: 1.75x the bytes of jax.numpy's HVP)."""
     dtype = aval_of(x).dtype
     x, out = in_acc_dtype(s.bessel_i1e, x, out)       # float32 for 16-bit input
     small, xs, safe = split_near_zero(x, eps_root(x, 8))
-    formula = subtract(s.bessel_i0e(safe), add(multiply(sign(safe), out), divide(out, safe)))
+    formula = subtract(s.bessel_i0e(x), add(multiply(sign(x), out), divide(out, safe)))
     x2 = square(xs)
     series = add(polynomial(x2, _I1E_DX_EVEN), multiply(abs(xs), polynomial(x2, _I1E_DX_ODD)))
     return cast(where(small, series, formula), dtype)
@@ -195,10 +198,12 @@ def _order_one_dx(order_zero: Any, series: tuple[float, ...], x: Any, out: Any) 
     cancel near 0 (the k-th is off by about eps / |x|**k, 2e-13 for the third
     at t in float64) and are NaN at 0; the even series is exact there in
     every order (C1'(0) = 1/2, and the third derivative of C1 at 0 is 3/8 for
-    I1, -3/8 for J1). Double where: the formula at 1 where |x| <= t, the
-    series at 0 elsewhere."""
+    I1, -3/8 for J1). Double where: the formula's 1/x at 1 where |x| <= t,
+    the series at 0 elsewhere; C0, finite with every derivative at 0, at x
+    itself (C0(safe x) made the HVP materialise safe x: 1.75x the bytes of
+    jax.numpy's)."""
     small, x2s, safe = split_near_zero(x, eps_root(x, 16), squared=True)
-    formula = subtract(order_zero(safe), divide(out, safe))
+    formula = subtract(order_zero(x), divide(out, safe))
     return where(small, polynomial(x2s, series), formula)
 
 
