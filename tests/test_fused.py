@@ -15,7 +15,9 @@ from gradrules import _jax
 from gradrules.core.registry import PRIMITIVES
 from gradrules.testing.samples import sample_fn, samples_for
 
-FUSED = [op for op in gradrules.list_ops() if len(op.primitives) >= 3]
+FUSED = [op for op in gradrules.list_ops()            # the fused-op pattern: op, op_jvp, op_vjp
+         if [p.name for p in op.primitives[1:3]]
+         == [f"{op.primitives[0].name}_jvp", f"{op.primitives[0].name}_vjp"]]
 KERNELED = [op for op in gradrules.list_ops()
             if any(PRIMITIVES[p].has_implementation_param for p in op.primitives)]
 NO_KERNEL_YET = [op for op in KERNELED
