@@ -16,6 +16,8 @@ from gradrules.primitives.attention import (BlockSizes, attention, attention_p,
                                             attention_reference, dot_product_attention)
 from gradrules.testing.check import check
 
+from _helpers import mode_costs
+
 
 def _qkv(rng, b, sq, sk, h, hkv, d, dtype=np.float64):
     return (rng.standard_normal((b, sq, h, d)).astype(dtype),
@@ -357,6 +359,29 @@ def test_dot_product_attention_bad_input(args, kw, exc, match):
 
 
 # ----------------------------------------- second order: the backward's JVP
+@pytest.mark.parametrize("mode", ["grad", "hvp"])
+def test_one_key_block_gradient_does_no_more_than_jax_numpy(mode):
+    """With every key in one block (the bench's grown sample: GQA 28/1
+    heads, T=42 < S=56, is_causal), the backward and its JVP take delta_i =
+    ct_i . out_i - ct_lse_i (and its tangent) as row sums in the block
+    instead of reading out (and t_out): where the loss is linear in the
+    output, XLA drops the forward's p v (1.18x jax.numpy's FLOPs in grad,
+    1.25x in the HVP, before); and the weights are masked inside the
+    exponential, one [B, H, T, S] array instead of two (+2.2 MiB temp
+    before). FLOPs, bytes and temp against the jax.numpy reference's
+    gradient of ``sum(w * out)`` (as ``gradrules bench``), values too."""
+    rng = np.random.default_rng(16)
+    q, k, v = (jnp.asarray(x, jnp.float32) for x in _qkv(rng, 28, 42, 56, 28, 1, 28))
+    fns = (partial(dot_product_attention, is_causal=True),
+           partial(gradrules.get_op("dot_product_attention").reference, is_causal=True))
+    (ours, got), (ref, want) = mode_costs(mode, fns, q, k, v, diff=(0, 1, 2))
+    assert ours.flops <= ref.flops, (ours.flops, ref.flops)
+    assert ours.bytes_accessed <= ref.bytes_accessed, (ours.bytes_accessed, ref.bytes_accessed)
+    assert ours.temp_bytes <= ref.temp_bytes, (ours.temp_bytes, ref.temp_bytes)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, atol=2e-4 * np.abs(w).max())
+
+
 def _backward_jvp_operands(rng, dtype, offset):
     """attention_vjp_jvp_p's operands: GQA, causal Sq=5 < Sk=7, a mask with
     an all-masked row, a bias [1, H, Sq, Sk] whose tangent broadcasts over
@@ -382,20 +407,23 @@ def _backward_jvp_operands(rng, dtype, offset):
     return operands, params
 
 
-def test_bf16_backward_and_its_jvp_take_sum_p_v_in_float32_as_the_dense_maps():
+@pytest.mark.parametrize("blocks", [None, BlockSizes(block_q=2, block_k=3)])
+def test_bf16_backward_and_its_jvp_take_sum_p_v_in_float32_as_the_dense_maps(blocks):
     """In bfloat16, attention_vjp_p and attention_vjp_jvp_p against
     ``_backward_map`` and ``_backward_jvp_map`` (its JVP): all take the
     output as ``sum_j p v`` (and its tangent) in float32, not the rounded
     ``out`` (whose rounding, times the keys' offset, would be the whole of
-    dq), so t_out goes unused. Under vmap (two examples; mask and bias
-    shared, tbias not): the batching rules too. (float64, with blocks and
-    padding: the checker's fd of attention, whose vjp->jvp is
-    attention_vjp_jvp_p.)"""
+    dq), so t_out goes unused: summed in the block itself when the keys are
+    one block (None: the defaults), in a first pass over key blocks of 3.
+    Under vmap (two examples; mask and bias shared, tbias not): the batching
+    rules too. (float64, with blocks and padding: the checker's fd of
+    attention, whose vjp->jvp is attention_vjp_jvp_p.)"""
     from gradrules.primitives.attention import attention_vjp_jvp_p, attention_vjp_p
     from gradrules.rules.attention import _backward_jvp_map, _backward_map
     rng = np.random.default_rng(15)
     (first, params), (second, _) = (_backward_jvp_operands(rng, jnp.bfloat16, 8.0)
                                     for _ in range(2))
+    params = dict(params, implementation=Implementation("xla", blocks))
     shared = (3, 4)                                  # mask, bias
     operands = [x if i in shared else jnp.stack([x, second[i]]) for i, x in enumerate(first)]
     axes = [None if i in shared else 0 for i in range(len(first))]

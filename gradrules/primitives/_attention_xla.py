@@ -17,12 +17,17 @@ or v. Everything is accumulated in float32 (float64 for float64 input).
   same pass in float32 (the 16-bit ``out`` residual is rounded).
 * ``backward``: FlashAttention-2's backward, an outer loop over key blocks
   (dk, dv of the block in the carry) and an inner loop over query blocks
-  (dq updated in place); ``g = p (do . v - do . out + ct_lse)``, where for
-  16-bit input ``out`` is ``sum_j p v`` in float32 (a first, query-major
-  pass), as in ``jvp``: the transpose of the tangent map, exactly.
+  (dq updated in place); ``g = p (do . v - delta)``, ``delta = do . out -
+  ct_lse``, where for 16-bit input ``out`` is ``sum_j p v`` in float32 (a
+  first, query-major pass), as in ``jvp``: the transpose of the tangent map,
+  exactly. With a single key block the block holds whole rows and
+  ``delta = sum_j p (do . v) - ct_lse`` is summed in it (``_block_delta``):
+  no first pass, and ``out`` is not read, so that where the loss is linear
+  in the output XLA drops the forward's ``p v``.
 * ``backward_jvp``: the backward's tangent (the second-order path), in the
   backward's loops (``_key_major``), for 16-bit input after a first pass
-  that sums ``sum_j p v`` and its tangent.
+  that sums ``sum_j p v`` and its tangent; with a single key block, delta
+  and its tangent summed in the block, as in ``backward`` (``t_out`` not read).
 
 With ``causal`` the key blocks a query block cannot see are skipped.
 
@@ -172,9 +177,11 @@ def _scores(g: Geometry, qb: Array, kb: Array, mask: Array, bias: Array, i: Any,
 def _probs(g: Geometry, qb: Array, kb: Array, mask: Array, bias: Array, lse_b: Array,
            lo_b: Array, i: Any, j: Any) -> Array:
     """Normalised attention weights of one block, from the log-sum-exp pair
-    (``lse_b`` finite, ``lo_b`` its rounding) of its query rows."""
+    (``lse_b`` finite, ``lo_b`` its rounding) of its query rows; ``exp(-inf)
+    = 0`` where a key does not count (masked inside the exponential, so that
+    XLA keeps one array of weights, not the exponentials and their masked copy)."""
     s, valid = _scores(g, qb, kb, mask, bias, i, j)
-    return jnp.where(valid, probs(s, lse_b[..., None], lo_b[..., None]), jnp.zeros((), g.acc))
+    return probs(jnp.where(valid, s, -jnp.inf), lse_b[..., None], lo_b[..., None])
 
 
 def _fori(lo: Any, hi: Any, body: Any, init: Any, blocks: int) -> Any:
@@ -354,6 +361,17 @@ def _gradients(g: Geometry, dq: Array, dk: Array, dv: Array, dbias: Array, q: Ar
             kv_unlayout(dv, g, v.dtype), pair_unlayout(dbias, g, bias.shape, bias.dtype)]
 
 
+def _block_delta(g: Geometry, i: Any, delta: Array | None, ct_lses: Array, p: Array,
+                 dp: Array) -> Array:
+    """``delta_i = ct_i . out_i - ct_lse_i`` of query block i, ``out_i = sum_j
+    p_ij v_j`` at the accumulation precision: the rows of ``delta``, or where
+    that is None (a single key block: ``p`` and ``dp = ct . v`` span whole
+    rows) ``sum_j p_ij dp_ij - ct_lse_i`` in the block itself."""
+    if delta is None:
+        return (p * dp).sum(-1) - _block(ct_lses, 3, i, g.bq)
+    return _block(delta, 3, i, g.bq)
+
+
 def backward(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array, lse: Array,
              lse_lo: Array, ct_out: Array, ct_lse: Array, *, causal: bool, scale: float,
              blocks: BlockSizes | None) -> list[Array]:
@@ -364,10 +382,13 @@ def backward(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array,
     ks, vs = kv_layout(k, g), kv_layout(v, g)
     mask5, bias5 = pair_layout(mask, g, False), pair_layout(bias.astype(g.acc), g, 0)
     lses, los = finite_or_zero(row_layout(lse, g)), row_layout(lse_lo, g)
-    # out at the accumulation precision: the residual, else sum p v (as in jvp)
-    outs = (_sum_pv(g, qs, ks, vs, mask5, bias5, lses, los) if rounded_below_acc(out.dtype)
-            else q_layout(out, g))
-    delta = (dos * outs).sum(-1) - row_layout(ct_lse, g)
+    ct_lses = row_layout(ct_lse, g)
+    delta = None
+    if g.nk > 1:
+        # out at the accumulation precision: the residual, else sum p v (as in jvp)
+        outs = (_sum_pv(g, qs, ks, vs, mask5, bias5, lses, los)
+                if rounded_below_acc(out.dtype) else q_layout(out, g))
+        delta = (dos * outs).sum(-1) - ct_lses
 
     def key_block(j: Array) -> tuple[Array, Array]:
         return _block(ks, 2, j, g.bk), _block(vs, 2, j, g.bk)
@@ -377,7 +398,8 @@ def backward(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Array,
         qb, dob = _block(qs, 3, i, g.bq), _block(dos, 3, i, g.bq)
         p = _probs(g, qb, kb, mask5, bias5, _block(lses, 3, i, g.bq),
                    _block(los, 3, i, g.bq), i, j)
-        ds = p * (jnp.einsum(_QK, dob, vb) - _block(delta, 3, i, g.bq)[..., None])
+        dp = jnp.einsum(_QK, dob, vb)
+        ds = p * (dp - _block_delta(g, i, delta, ct_lses, p, dp)[..., None])
         return (jnp.einsum(_PQ, ds, qb), jnp.einsum(_PQ, p, dob), jnp.einsum(_PV, ds, kb), ds)
 
     return _gradients(g, *_key_major(g, key_block, pair, qs.shape, bias5.shape), q, k, v, bias)
@@ -406,19 +428,21 @@ def backward_jvp(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Ar
     mask5, bias5 = pair_layout(mask, g, False), pair_layout(bias.astype(g.acc), g, 0)
     tbias5 = pair_layout(tbias.astype(g.acc), g, 0)
     lses, los = finite_or_zero(row_layout(lse, g)), row_layout(lse_lo, g)
-    tlses = row_layout(t_lse, g)
-    if rounded_below_acc(out.dtype):
-        def query_block(i: Array) -> tuple[Array, Array]:
-            _, y, o = _row_sums(g, _block(qs, 3, i, g.bq), _block(lses, 3, i, g.bq),
-                                _block(los, 3, i, g.bq), i, ks, vs, mask5, bias5,
-                                (_block(tqs, 3, i, g.bq), tks, tvs, tbias5), True)
-            return o, y - _block(tlses, 3, i, g.bq)[..., None] * o
+    tlses, ct_lses = row_layout(t_lse, g), row_layout(ct_lse, g)
+    delta = t_delta = None
+    if g.nk > 1:
+        if rounded_below_acc(out.dtype):
+            def query_block(i: Array) -> tuple[Array, Array]:
+                _, y, o = _row_sums(g, _block(qs, 3, i, g.bq), _block(lses, 3, i, g.bq),
+                                    _block(los, 3, i, g.bq), i, ks, vs, mask5, bias5,
+                                    (_block(tqs, 3, i, g.bq), tks, tvs, tbias5), True)
+                return o, y - _block(tlses, 3, i, g.bq)[..., None] * o
 
-        outs, t_outs = (_merge_query_blocks(x, g) for x in _map_blocks(query_block, g.nq))
-    else:
-        outs, t_outs = q_layout(out, g), q_layout(t_out, g)
-    delta = (dos * outs).sum(-1) - row_layout(ct_lse, g)
-    t_delta = (dos * t_outs).sum(-1)
+            outs, t_outs = (_merge_query_blocks(x, g) for x in _map_blocks(query_block, g.nq))
+        else:
+            outs, t_outs = q_layout(out, g), q_layout(t_out, g)
+        delta = (dos * outs).sum(-1) - ct_lses
+        t_delta = (dos * t_outs).sum(-1)
     sc = jnp.asarray(g.scale, g.acc)
 
     def key_block(j: Array) -> tuple[Array, ...]:
@@ -431,9 +455,13 @@ def backward_jvp(q: Array, k: Array, v: Array, mask: Array, bias: Array, out: Ar
                    _block(los, 3, i, g.bq), i, j)
         ds = (jnp.einsum(_QK, tqb, kb) + jnp.einsum(_QK, qb, tkb)) * sc
         tp = p * (ds + _pair_block(tbias5, i, j, g) - _block(tlses, 3, i, g.bq)[..., None])
-        dp = jnp.einsum(_QK, dob, vb) - _block(delta, 3, i, g.bq)[..., None]
+        ct_v, ct_tv = jnp.einsum(_QK, dob, vb), jnp.einsum(_QK, dob, tvb)
+        dp = ct_v - _block_delta(g, i, delta, ct_lses, p, ct_v)[..., None]
+        # t_delta_i = ct_i . t_out_i, t_out_i = sum_j tp_ij v_j + p_ij tv_j
+        t_delta_b = ((tp * ct_v + p * ct_tv).sum(-1) if t_delta is None
+                     else _block(t_delta, 3, i, g.bq))
         gp = p * dp
-        tg = tp * dp + p * (jnp.einsum(_QK, dob, tvb) - _block(t_delta, 3, i, g.bq)[..., None])
+        tg = tp * dp + p * (ct_tv - t_delta_b[..., None])
         return (jnp.einsum(_PQ, tg, qb) + jnp.einsum(_PQ, gp, tqb), jnp.einsum(_PQ, tp, dob),
                 jnp.einsum(_PV, tg, kb) + jnp.einsum(_PV, gp, tkb), tg)
 
