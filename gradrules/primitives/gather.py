@@ -63,6 +63,13 @@ def clip_index(index: Array, n: int) -> Array:
     return jnp.clip(wrap_index(index, n), 0, max(n - 1, 0))
 
 
+# jax.numpy's indexing options (``.at[idx]``, ``take_along_axis``) for indices
+# known to lie in ``[0, n)``: clipped by ``clip_index``, or in range by
+# construction (sort's and topk's, the ``in_range`` param of take_along_axis
+# and scatter_add). The gather or scatter neither wraps nor clips them.
+IN_RANGE: dict[str, Any] = {"mode": "promise_in_bounds", "wrap_negative_indices": False}
+
+
 def take_clip(x: Array, index: Array, axis: int) -> Array:
     """``jnp.take(x, index, axis, mode="clip")``, shaped
     ``x.shape[:axis] + index.shape + x.shape[axis+1:]`` also where x's axis
@@ -142,6 +149,50 @@ def _reference_take(x: Array, index: Array, *, axis: int | None = None) -> Array
     return take_clip(x, wrap_index(index, x.shape[axis]), axis)
 
 
+# The transpose of gather, take, index_select, embedding and c_embedding:
+# ``out[a, j, b] = sum over i... with index[i...] -> j of src[a, i..., b]``, out
+# shaped like x (``size`` entries along ``axis``), the index wrapped and
+# clipped by the same rule as the gathers. Linear in src; its transpose is the
+# gather (``gather_p``).
+def _take_transpose_infer_meta(src: Any, index: Any, *, axis: int, batch_dims: int,
+                               size: int) -> ShapedArray:
+    check_dtype("take_transpose", "src", src.dtype, "any")
+    check_dtype("take_transpose", "index", index.dtype, "int")
+    block = len(index.shape) - batch_dims
+    if not 0 <= batch_dims <= axis <= len(src.shape) - block or block < 0:
+        raise ValueError(f"{op_name('take_transpose')}: axis={axis} is out of range for src "
+                         f"with shape {tuple(src.shape)} and index with shape "
+                         f"{tuple(index.shape)}")
+    _check_batch("take_transpose", src, "src", index, "index", batch_dims)
+    if tuple(src.shape[axis:axis + block]) != tuple(index.shape[batch_dims:]):
+        raise ValueError(f"{op_name('take_transpose')}: src with shape {tuple(src.shape)} "
+                         f"must hold index's shape {tuple(index.shape[batch_dims:])} at "
+                         f"axis={axis}")
+    check_nonempty("take_transpose", size, index, f"axis {axis} of the result")
+    shape = src.shape[:axis] + (size,) + src.shape[axis + block:]
+    return ShapedArray(tuple(shape), src.dtype, weak_type=src.weak_type)
+
+
+def _take_transpose_impl(src: Array, index: Array, *, axis: int, batch_dims: int,
+                         size: int) -> Array:
+    """Zeros with the slices of src added at the index along ``axis``: one
+    scatter-add of whole slices (jnp.take's transpose), no transposed copy."""
+    a = axis - batch_dims
+
+    def add_back(src: Array, i: Array) -> Array:
+        out = jnp.zeros((*src.shape[:a], size, *src.shape[a + i.ndim:]), src.dtype)
+        if size == 0:
+            return out
+        return out.at[(slice(None),) * a + (clip_index(i, size),)].add(src, **IN_RANGE)
+    return vmapped(add_back, batch_dims)(src, index)
+
+
+take_transpose_p = define_primitive("take_transpose", family=FAMILY, operands=("src", "index"),
+                                    params=("axis", "batch_dims", "size"),
+                                    infer_meta=_take_transpose_infer_meta,
+                                    impl=_take_transpose_impl)
+
+
 gather_p = define_primitive("gather", family=FAMILY, operands=("x", "index"),
                             params=("axis", "batch_dims"),
                             infer_meta=partial(_take_infer_meta, "gather"), impl=_take_impl)
@@ -154,8 +205,8 @@ def gather(x: ArrayLike, index: ArrayLike, *, axis: int) -> Array:
     takes a 1-D or 0-D index, is the special case). Out-of-range indices clip.
 
     Linear in x; ``index`` takes no tangent. The transpose adds the
-    cotangent's slices into zeros shaped like x at the indices (``index_put``
-    with ``accumulate``).
+    cotangent's slices into zeros shaped like x at the indices, whole slices
+    along ``axis`` (``take_transpose``).
     """
     x, index, axis = _take_args("gather", x, index, axis)
     return gather_p.bind(x, index, axis=axis, batch_dims=0)
@@ -214,20 +265,25 @@ register_op(OpDef(name="index_select", family=FAMILY, fn=index_select,
 
 
 # ------------------------------------------------------- take_along_axis
-def _take_along_axis_infer_meta(x: Any, index: Any, *, axis: int) -> ShapedArray:
+def _take_along_axis_infer_meta(x: Any, index: Any, *, axis: int, in_range: bool
+                                ) -> ShapedArray:
     check_dtype("take_along_axis", "x", x.dtype, "any")
     check_dtype("take_along_axis", "index", index.dtype, "int")
     check_along_axis("take_along_axis", x, index, axis)
     return ShapedArray(tuple(index.shape), x.dtype, weak_type=x.weak_type)
 
 
-def _take_along_axis_impl(x: Array, index: Array, *, axis: int) -> Array:
-    """jnp.take_along_axis wraps negative indices (once) and its gather clips."""
+def _take_along_axis_impl(x: Array, index: Array, *, axis: int, in_range: bool) -> Array:
+    """jnp.take_along_axis wraps negative indices (once) and its gather clips;
+    an index in ``[0, n)`` by construction (``in_range``) is read as it is."""
+    if in_range:
+        return jnp.take_along_axis(x, index, axis=axis, **IN_RANGE)
     return jnp.take_along_axis(x, wide_index(index), axis=axis, mode="clip")
 
 
 take_along_axis_p = define_primitive("take_along_axis", family=FAMILY, operands=("x", "index"),
-                                     params=("axis",), infer_meta=_take_along_axis_infer_meta,
+                                     params=("axis", "in_range"),
+                                     infer_meta=_take_along_axis_infer_meta,
                                      impl=_take_along_axis_impl)
 
 
@@ -237,12 +293,14 @@ def take_along_axis(x: ArrayLike, index: ArrayLike, *, axis: int) -> Array:
     axis. Out-of-range indices clip.
 
     Linear in x; the transpose is ``scatter_add`` of the cotangent into zeros
-    with the same index.
+    with the same index. The primitive's ``in_range`` param is True only
+    where the index lies in ``[0, n)`` by construction (the JVPs of sort and
+    topk bind it so): the gather and its transpose then neither wrap nor clip.
     """
     x = data_arg("take_along_axis", "x", x)
     index = index_arg("take_along_axis", "index", index)
     axis = normalize_axis("take_along_axis", axis, np.ndim(x))
-    return take_along_axis_p.bind(x, index, axis=axis)
+    return take_along_axis_p.bind(x, index, axis=axis, in_range=False)
 
 
 def _reference_take_along_axis(x: Array, index: Array, *, axis: int) -> Array:

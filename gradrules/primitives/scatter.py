@@ -30,7 +30,7 @@ from ..core.meta import broadcast_shapes, check_dtype, normalize_axis, op_name, 
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from .convert import index_arg, promote
-from .gather import check_along_axis, check_nonempty, clip_index, wrap_index
+from .gather import IN_RANGE, check_along_axis, check_nonempty, clip_index, wrap_index
 from .reduction import extremum_identity
 from .shape import broadcast_to
 
@@ -53,17 +53,21 @@ def _scatter_infer_meta(op: str, x: Any, index: Any, src: Any, *, axis: int,
     return ShapedArray(tuple(x.shape), dtype, weak_type=x.weak_type and src.weak_type)
 
 
-def along_axis(scatter_op: Any, x: Array, index: Array, src: Array, axis: int) -> Array:
+def along_axis(scatter_op: Any, x: Array, index: Array, src: Array, axis: int,
+               in_range: bool = False) -> Array:
     """``x`` with ``src`` scattered along ``axis`` at the (clipped) ``index``
     by the lax scatter ``scatter_op`` (``lax.scatter_add``, ...): the other
     axes are batching axes, as in the gather of ``jnp.take_along_axis`` (whose
-    transpose this is), so they keep the sharding of x, index and src."""
+    transpose this is), so they keep the sharding of x, index and src. An
+    index in ``[0, n)`` by construction (``in_range``) is used as it is."""
     batch = tuple(d for d in range(x.ndim) if d != axis)
     dnums = lax.ScatterDimensionNumbers(
         update_window_dims=(), inserted_window_dims=(axis,), scatter_dims_to_operand_dims=(axis,),
         operand_batching_dims=batch, scatter_indices_batching_dims=batch)
-    index = clip_index(index, x.shape[axis])[..., None]
-    return scatter_op(x, index, src, dnums, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+    if not in_range:
+        index = clip_index(index, x.shape[axis])
+    return scatter_op(x, index[..., None], src, dnums,
+                      mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def scatter_args(op: str, x: ArrayLike, index: ArrayLike, src: ArrayLike, axis: int
@@ -85,12 +89,13 @@ def dense_scatter(index: Array, src: Array, axis: int, n: int, fill: Any = 0.0) 
 
 
 # ------------------------------------------------------------ scatter_add
-def _scatter_add_impl(x: Array, index: Array, src: Array, *, axis: int) -> Array:
-    return along_axis(lax.scatter_add, x, index, src, axis)
+def _scatter_add_impl(x: Array, index: Array, src: Array, *, axis: int, in_range: bool
+                      ) -> Array:
+    return along_axis(lax.scatter_add, x, index, src, axis, in_range)
 
 
 scatter_add_p = define_primitive("scatter_add", family=FAMILY, operands=("x", "index", "src"),
-                                 params=("axis",),
+                                 params=("axis", "in_range"),
                                  infer_meta=partial(_scatter_infer_meta, "scatter_add"),
                                  impl=_scatter_add_impl)
 
@@ -103,10 +108,12 @@ def scatter_add(x: ArrayLike, index: ArrayLike, src: ArrayLike, *, axis: int) ->
 
     Linear in (x, src): the tangent is ``scatter_add(t_x, index, t_src)``; the
     transpose sends the cotangent to x unchanged and
-    ``take_along_axis(ct, index)`` to src.
+    ``take_along_axis(ct, index)`` to src. The primitive's ``in_range`` param
+    (that of take_along_axis, whose transpose binds it) is True only for an
+    index in ``[0, n)`` by construction, which is then not clipped.
     """
     x, index, src, axis = scatter_args("scatter_add", x, index, src, axis)
-    return scatter_add_p.bind(x, index, src, axis=axis)
+    return scatter_add_p.bind(x, index, src, axis=axis, in_range=False)
 
 
 def _reference_scatter_add(x: Array, index: Array, src: Array, *, axis: int) -> Array:
@@ -126,10 +133,6 @@ def position_dtype(n: int) -> Any:
     ``n``, as JAX's own indexing takes)."""
     return np.int32 if jax.export.is_symbolic_dim(n) or n < 2**31 else np.int64
 
-
-# ``.at[idx]`` options for indices already clipped into range (``clip_index``):
-# the scatter neither wraps them again nor checks their bounds.
-IN_RANGE: dict[str, Any] = {"mode": "promise_in_bounds", "wrap_negative_indices": False}
 
 
 def last_wins(x: Array, idx: tuple[Array, ...], updates: Array) -> Array:

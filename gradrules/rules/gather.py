@@ -3,11 +3,12 @@
 Gathers are linear in their data operand (``linear=("x",)``, ``("weight",)``):
 the JVP binds the gather on the tangent with the primal indices
 (``linear_jvp``), and the transpose adds the cotangent's slices into zeros at
-the indices (``index_put`` with ``accumulate``; ``scatter_add`` for
-take_along_axis, whose index picks single elements). Index operands never
-take a tangent. Batching rules move the batch axes to the front
-(broadcasting unbatched operands) and bind the primitive once,
-using its ``batch_dims`` param where data and indices are both batched.
+the indices (``take_transpose``, whole slices along the gathered axis, whose
+own transpose is the gather; ``scatter_add`` for take_along_axis, whose index
+picks single elements). Index operands never take a tangent. Batching rules
+move the batch axes to the front (broadcasting unbatched operands) and bind
+the primitive once, using its ``batch_dims`` param where data and indices are
+both batched.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from ..primitives.arithmetic import add, maximum, minimum, subtract
 from ..primitives.compare import eq, ge, lt, where
 from ..primitives.convert import convert_element_type
 from ..primitives.gather import (c_embedding_p, embedding_p, gather_p, index_select_p,
-                                 one_hot_p, take_along_axis_p, take_p)
-from ..primitives.scatter import index_put_p, scatter_add_p
-from ..primitives.shape import broadcast_in_dim_p, moveaxis, reshape_p, transpose_p
+                                 one_hot_p, take_along_axis_p, take_p, take_transpose_p)
+from ..primitives.scatter import scatter_add_p
+from ..primitives.shape import moveaxis, reshape_p
 from ._common import linear_jvp, shifted_front_batch
 
 
@@ -55,26 +56,11 @@ def effective_index(index: Any, n: int) -> Any:
 def scatter_back(ct: Any, index: Any, shape: tuple[int, ...], axis: int,
                  batch_dims: int) -> Any:
     """Transpose of ``gather(x, index, axis, batch_dims)`` for x of ``shape``:
-    the cotangent's slices added into zeros at ``index`` (``index_put`` with
-    ``accumulate``, which clips the index by the same rule as the gather),
-    whole slices at a time, the batch axes indexed by their position.
-
-    The gathered axis is moved next to the batch axes (and the cotangent's
-    index block with it) so that ``index_put`` indexes leading axes."""
-    ishape = tuple(np.shape(index))
-    lead = tuple(range(batch_dims))
-    block = tuple(range(axis, axis + len(ishape) - batch_dims))
-    ct_perm = lead + block + tuple(d for d in range(len(np.shape(ct)))
-                                   if d >= batch_dims and d not in block)
-    if ct_perm != tuple(range(len(ct_perm))):
-        ct = transpose_p.bind(ct, permutation=ct_perm)
-    target = shape[:batch_dims] + (shape[axis],) + shape[batch_dims:axis] + shape[axis + 1:]
-    dtype = aval_of(index).dtype
-    positions = [broadcast_in_dim_p.bind(np.arange(ishape[d], dtype=dtype), shape=ishape,
-                                         broadcast_dimensions=(d,)) for d in lead]
-    out = index_put_p.bind(zeros(target, aval_of(ct).dtype), ct, *positions, index,
-                           accumulate=True)
-    return out if axis == batch_dims else moveaxis(out, batch_dims, axis)
+    the cotangent's slices added into zeros at ``index`` (``take_transpose``,
+    which clips the index by the same rule as the gather), whole slices at a
+    time along ``axis``, the batch axes mapped over."""
+    return take_transpose_p.bind(ct, index, axis=axis, batch_dims=batch_dims,
+                                 size=shape[axis])
 
 
 # ------------------------------------------- gather, take, index_select
@@ -84,16 +70,26 @@ def _take_transpose(ct: Cotangent, x: MaybeUndefined, index: Array, *, axis: int
 
 
 def _take_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim], *, axis: int,
-                batch_dims: int) -> BatchResult:
+                batch_dims: int, **params: Any) -> BatchResult:
+    """Data batched alone: one more leading axis before ``axis``; index
+    batched alone: a gather takes one more index axis (take_transpose, whose
+    src has no such axis, broadcasts it); both: one more batch axis."""
     (x, index), (dx, di) = args, dims
     if batch_dims == 0 and di is None:
-        return prim.bind(moveaxis(x, dx, 0), index, axis=axis + 1, batch_dims=0), 0
-    if batch_dims == 0 and dx is None:
-        return prim.bind(x, moveaxis(index, di, 0), axis=axis, batch_dims=0), axis
+        return prim.bind(moveaxis(x, dx, 0), index, axis=axis + 1, batch_dims=0, **params), 0
+    if batch_dims == 0 and dx is None and prim is not take_transpose_p:
+        return prim.bind(x, moveaxis(index, di, 0), axis=axis, batch_dims=0, **params), axis
     return shifted_front_batch(prim, ("axis", "batch_dims"), args, dims, axis=axis,
-                               batch_dims=batch_dims)
+                               batch_dims=batch_dims, **params)
 
 
+def _take_transpose_transpose(ct: Cotangent, src: MaybeUndefined, index: Array, *, axis: int,
+                              batch_dims: int, size: int) -> list[Any]:
+    return [gather_p.bind(ct, index, axis=axis, batch_dims=batch_dims), None]
+
+
+register_rules(take_transpose_p, linear=("src",), jvp=partial(linear_jvp, take_transpose_p),
+               transpose=_take_transpose_transpose, batch=partial(_take_batch, take_transpose_p))
 register_rules(gather_p, linear=("x",), jvp=partial(linear_jvp, gather_p),
                transpose=_take_transpose, batch=partial(_take_batch, gather_p))
 register_rules(take_p, linear=("x",), jvp=partial(linear_jvp, take_p),
@@ -104,9 +100,9 @@ register_rules(index_select_p, linear=("x",), jvp=partial(linear_jvp, index_sele
 
 # ------------------------------------------------------- take_along_axis
 def _take_along_axis_transpose(ct: Cotangent, x: MaybeUndefined, index: Array, *,
-                               axis: int) -> list[Any]:
+                               axis: int, in_range: bool) -> list[Any]:
     z = zeros(aval_of(x).shape, aval_of(ct).dtype)
-    return [scatter_add_p.bind(z, index, ct, axis=axis), None]
+    return [scatter_add_p.bind(z, index, ct, axis=axis, in_range=in_range), None]
 
 
 register_rules(take_along_axis_p, linear=("x",), jvp=partial(linear_jvp, take_along_axis_p),

@@ -171,7 +171,8 @@ def _repeat_transpose(ct: Cotangent, x: MaybeUndefined, *, repeats: int | tuple[
         return [sum_p.bind(ct, axes=(axis + 1,), keepdims=False)]
     source = np.repeat(np.arange(shape[axis]), repeats)   # element each copy is of
     index = broadcast_in_dim_p.bind(source, shape=aval_of(ct).shape, broadcast_dimensions=(axis,))
-    return [scatter_add_p.bind(zeros(shape, aval_of(ct).dtype), index, ct, axis=axis)]
+    return [scatter_add_p.bind(zeros(shape, aval_of(ct).dtype), index, ct, axis=axis,
+                               in_range=False)]
 
 
 register_rules(repeat_p, linear=("x",),

@@ -81,7 +81,7 @@ def _gather_window_argmax(t: Any, indices: Any, *, kernel_size: tuple[int, ...],
     lead = ishape[:len(ishape) - nd]
     flat_t = reshape_p.bind(t, new_sizes=lead + (math.prod(shape[len(shape) - nd:]),))
     flat_i = reshape_p.bind(indices, new_sizes=lead + (math.prod(ishape[len(lead):]),))
-    out = take_along_axis_p.bind(flat_t, flat_i, axis=len(lead))
+    out = take_along_axis_p.bind(flat_t, flat_i, axis=len(lead), in_range=False)
     return reshape_p.bind(out, new_sizes=ishape)
 
 

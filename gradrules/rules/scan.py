@@ -101,7 +101,7 @@ def _cummax_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axis: in
     if is_zero(t):
         return out, _jax.zero_tangent(out)
     index = running_argmax(x, out, axis, reverse)
-    return out, take_along_axis_p.bind(t, index, axis=axis)
+    return out, take_along_axis_p.bind(t, index, axis=axis, in_range=False)
 
 
 register_rules(cummax_p, jvp=_cummax_jvp, transpose=NOT_LINEAR,

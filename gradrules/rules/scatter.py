@@ -42,10 +42,24 @@ from .gather import effective_index
 
 
 # ------------------------------------------------------------ scatter_add
+def take_at(v: Any, index: Any, axis: int) -> Any:
+    """``take_along_axis(v, index, axis)`` at a user's index (wrapped and
+    clipped: ``in_range=False``)."""
+    return take_along_axis_p.bind(v, index, axis=axis, in_range=False)
+
+
+def add_at(x: Any, index: Any, src: Any, axis: int) -> Any:
+    """``scatter_add(x, index, src, axis)`` at a user's index (wrapped and
+    clipped: ``in_range=False``)."""
+    return scatter_add_p.bind(x, index, src, axis=axis, in_range=False)
+
+
 def _scatter_add_transpose(ct: Cotangent, x: MaybeUndefined, index: Array,
-                           src: MaybeUndefined, *, axis: int) -> list[Any]:
+                           src: MaybeUndefined, *, axis: int, in_range: bool) -> list[Any]:
     ct_x = ct if is_undefined_primal(x) else None
-    ct_src = take_along_axis_p.bind(ct, index, axis=axis) if is_undefined_primal(src) else None
+    ct_src = None
+    if is_undefined_primal(src):
+        ct_src = take_along_axis_p.bind(ct, index, axis=axis, in_range=in_range)
     return [ct_x, None, ct_src]
 
 
@@ -78,7 +92,7 @@ def _scatter_winners(index: Any, shape: tuple[int, ...], axis: int) -> Any:
     return surviving_writes(
         tuple(np.shape(index)), shape,
         lambda target, pos: scatter_p.bind(target, index, pos, axis=axis),
-        lambda last: take_along_axis_p.bind(last, index, axis=axis))
+        lambda last: take_at(last, index, axis))
 
 
 def _scatter_transpose(ct: Cotangent, x: MaybeUndefined, index: Array, src: MaybeUndefined,
@@ -89,7 +103,7 @@ def _scatter_transpose(ct: Cotangent, x: MaybeUndefined, index: Array, src: Mayb
         ct_x = scatter_p.bind(ct, index, zeros(sshape, dtype), axis=axis)
     if is_undefined_primal(src):
         won = _scatter_winners(index, tuple(np.shape(ct)), axis)
-        ct_src = where(won, take_along_axis_p.bind(ct, index, axis=axis), zeros((), dtype))
+        ct_src = where(won, take_at(ct, index, axis), zeros((), dtype))
     return [ct_x, None, ct_src]
 
 
@@ -108,10 +122,10 @@ def _extreme_partials(x: Any, index: Any, src: Any, out: Any, axis: int) -> tupl
     such candidates) of the gradient (ties share it evenly)."""
     dtype = aval_of(out).dtype
     hit_x = _as_float(eq(x, out), dtype)
-    hit_src = _as_float(eq(src, take_along_axis_p.bind(out, index, axis=axis)), dtype)
-    count = scatter_add_p.bind(hit_x, index, hit_src, axis=axis)
+    hit_src = _as_float(eq(src, take_at(out, index, axis)), dtype)
+    count = add_at(hit_x, index, hit_src, axis)
     return (divide(hit_x, count),
-            divide(hit_src, take_along_axis_p.bind(count, index, axis=axis)))
+            divide(hit_src, take_at(count, index, axis)))
 
 
 def _prod_partials(x: Any, index: Any, src: Any, out: Any, axis: int) -> tuple[Any, Any]:
@@ -129,8 +143,8 @@ def _prod_partials(x: Any, index: Any, src: Any, out: Any, axis: int) -> tuple[A
     zx, zs = _as_float(zx, dtype), _as_float(zs, dtype)
     group = {"prod": scatter_reduce_p.bind(nonzero_x, index, nonzero_src, axis=axis,
                                            reduce="prod"),
-             "zeros": scatter_add_p.bind(zx, index, zs, axis=axis),      # how many are 0
-             "zero_sum": scatter_add_p.bind(zero_x, index, zero_src, axis=axis)}
+             "zeros": add_at(zx, index, zs, axis),      # how many are 0
+             "zero_sum": add_at(zero_x, index, zero_src, axis)}
 
     def others(factor: Any, is_zero_f: Any, zero_f: Any, g: dict[str, Any]) -> Any:
         rest = divide(g["prod"], factor)
@@ -138,7 +152,7 @@ def _prod_partials(x: Any, index: Any, src: Any, out: Any, axis: int) -> tuple[A
         one_zero = multiply(rest, subtract(g["zero_sum"], zero_f))
         return where(eq(n0, zero), rest, where(eq(n0, one), one_zero, zero))
 
-    at_src = {k: take_along_axis_p.bind(v, index, axis=axis) for k, v in group.items()}
+    at_src = {k: take_at(v, index, axis) for k, v in group.items()}
     return (others(nonzero_x, zx, zero_x, group),
             others(nonzero_src, zs, zero_src, at_src))
 
@@ -161,7 +175,7 @@ def _scatter_reduce_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, 
         t = multiply(tx, d_x)
     if not is_zero(tsrc):
         z = zeros(tuple(np.shape(out)), aval_of(out).dtype)
-        t = add_tangents(t, scatter_add_p.bind(z, index, multiply(tsrc, d_src), axis=axis))
+        t = add_tangents(t, add_at(z, index, multiply(tsrc, d_src), axis))
     return out, t
 
 
@@ -171,10 +185,10 @@ def _scatter_reduce_transpose(ct: Cotangent, x: MaybeUndefined, index: Array,
         raise ValueError(f"gradrules.scatter_reduce with reduce={reduce!r} is not linear")
     if reduce == "mean":   # out = (x + scattered src) / (1 + count)
         dtype = aval_of(ct).dtype
-        count = scatter_add_p.bind(full(tuple(np.shape(ct)), 1, dtype), index,
-                                   full(tuple(np.shape(index)), 1, dtype), axis=axis)
+        count = add_at(full(tuple(np.shape(ct)), 1, dtype), index,
+                       full(tuple(np.shape(index)), 1, dtype), axis)
         ct = divide(ct, count)
-    return _scatter_add_transpose(ct, x, index, src, axis=axis)
+    return _scatter_add_transpose(ct, x, index, src, axis=axis, in_range=False)
 
 
 register_rules(scatter_reduce_p, linear=("x", "src"), jvp=_scatter_reduce_jvp,

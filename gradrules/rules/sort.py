@@ -21,9 +21,11 @@ from .scan import axis_batch
 
 
 def _gather_along_axis(t: Any, indices: Any, *, axis: int, **params: Any) -> Any:
-    """``take_along_axis(t, indices, axis)``; the other params of sort / topk
+    """``take_along_axis(t, indices, axis)``, the indices in ``[0, n)`` by
+    construction (``in_range``: neither the gather nor its transpose, the
+    scatter-add, wraps or clips them); the other params of sort / topk
     (descending, k, largest, index_dtype) only pick the indices."""
-    return take_along_axis_p.bind(t, indices, axis=axis)
+    return take_along_axis_p.bind(t, indices, axis=axis, in_range=True)
 
 
 register_rules(sort_p, jvp=partial(selection_jvp, sort_p, _gather_along_axis),
