@@ -66,7 +66,7 @@ from .gather import take_along_axis
 from .reduction import mean as gr_mean
 from .reduction import sum as gr_sum
 from .shape import broadcast_to, expand_dims, reshape, squeeze
-from .unary import exp
+from .unary import exp, neg
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -116,10 +116,21 @@ def ce_vjp_meta(op: str, logits: Any, labels: Any, lse: Any, lse_lo: Any, g_loss
     return ShapedArray(logits.shape, logits.dtype)
 
 
-def token_probs(x: Any, lse: Any, lse_lo: Any) -> Any:
-    """``p = exp((x - lse) - lse_lo)`` along the last axis: the probabilities
-    from the log-sum-exp pair (``core.numerics.probs`` in gradrules ops)."""
-    return exp(subtract(subtract(x, expand_dims(lse, axis=-1)), expand_dims(lse_lo, axis=-1)))
+def token_prob_parts(x: Any, lse: Any, lse_lo: Any) -> tuple[Any, Any]:
+    """``(e, q)`` with ``p = e q[..., None]``: ``e = exp(x - lse)`` per logit,
+    ``q = exp(-lse_lo)`` per token (``core.numerics.probs``' ``exp((x - lse)
+    - lse_lo)`` split, exact alike: ``x - lse`` is exact wherever p is not
+    negligible, ``|lse_lo| <= log(V)``). q joins the other per-token factors
+    (``prob_weighted_sum``, ``grouped_cotangent``): one subtraction per
+    logit for p and one more for its tangent ``e (t - t_lse)``."""
+    return exp(subtract(x, expand_dims(lse, axis=-1))), exp(neg(lse_lo))
+
+
+def prob_weighted_sum(x: Any, lse: Any, lse_lo: Any, t: Any) -> Any:
+    """``sum(p t)`` along the last axis, as ``q sum(e t)``
+    (``token_prob_parts``): the tangent of the log-sum-exp along ``t``."""
+    e, q = token_prob_parts(x, lse, lse_lo)
+    return multiply(gr_sum(multiply(e, t), axis=-1), q)
 
 
 def cross_entropy_tangent(logits: Any, labels: Any, lse: Any, lse_lo: Any, t: Any, *,
@@ -134,7 +145,7 @@ def cross_entropy_tangent(logits: Any, labels: Any, lse: Any, lse_lo: Any, t: An
     acc = aval_of(lse).dtype
     x, t = cast(logits, acc), cast(t, acc)
     classes = aval_of(logits).shape[-1]
-    t_lse = gr_sum(multiply(token_probs(x, lse, lse_lo), t), axis=-1)
+    t_lse = prob_weighted_sum(x, lse, lse_lo, t)
     v = multiply(t_lse, add(multiply(lse, 2 * z_loss), 1.0)) if z_loss else t_lse
     picked = squeeze(take_along_axis(t, expand_dims(labels, axis=-1), axis=-1), axis=-1)
     v = subtract(v, multiply(picked, 1 - label_smoothing))
@@ -158,18 +169,20 @@ def cross_entropy_cotangent(logits: Any, labels: Any, lse: Any, lse_lo: Any, g_l
     classes = aval_of(logits).shape[-1]
     c = mask_tokens(g_loss, labels, classes, ignore_index)
     r = add(multiply(c, add(multiply(lse, 2 * z_loss), 1.0)) if z_loss else c, g_lse)
-    p = token_probs(cast(logits, acc), lse, lse_lo)
+    e, q = token_prob_parts(cast(logits, acc), lse, lse_lo)
     hot = one_hot(labels, classes, acc, ignore_index)
-    return cast(grouped_cotangent(p, hot, c, r, label_smoothing, classes), dtype)
+    return cast(grouped_cotangent(e, hot, c, r, label_smoothing, classes, q), dtype)
 
 
 def grouped_cotangent(p: Any, hot: Any, c: Any, r: Any, label_smoothing: float,
-                      classes: Any) -> Any:
+                      classes: Any, q: Any = None) -> Any:
     """``p r - c ((1 - eps) hot + eps / V)`` with the per-token ``c`` and
     ``r`` broadcast along the classes: the cross-entropy cotangent grouped
     so that each logit gets one multiply by p (and its JVP one, ``dp r``),
-    not one per term that multiplies p."""
-    d = multiply(p, expand_dims(r, axis=-1))
+    not one per term that multiplies p. With ``q`` (per token), ``p`` is the
+    ``e`` of ``token_prob_parts`` and the probabilities are ``e q``: then
+    ``e (q r)``, ``q`` joined to the per-token factor."""
+    d = multiply(p, expand_dims(r if q is None else multiply(q, r), axis=-1))
     d = subtract(d, multiply(hot, expand_dims(multiply(c, 1 - label_smoothing), axis=-1)))
     if label_smoothing:
         d = subtract(d, expand_dims(multiply(c, label_smoothing / classes), axis=-1))
@@ -563,8 +576,8 @@ def softmax_cross_entropy(logits: ArrayLike, labels: ArrayLike) -> Array:
     - labels``, d loss / d labels = ``-log_softmax(logits)`` (0 at the
     masked classes). Linear in the labels: the JVP binds the primitive on
     their tangent, the transpose gives ``-ct log_softmax(logits)``; the part
-    in the logits is the JVP of the same maths in gradrules ops
-    (``rules.loss.softmax_cross_entropy_composite``).
+    in the logits is that gradient (masked classes left out) times their
+    tangent, in gradrules ops (``rules.loss.softmax_cross_entropy_tangent``).
     """
     op = "softmax_cross_entropy"
     logits, labels = promote(op, {"logits": logits, "labels": labels}, "float")

@@ -59,7 +59,7 @@ from .compare import ge, lt, where
 from .gather import one_hot, take_along_axis
 from ._labels import REDUCTIONS, labels_arg, mask_tokens, reduce_loss
 from .loss import (ce_jvp_meta, ce_meta, ce_vjp_meta, cross_entropy_reference,
-                   grouped_cotangent, token_probs)
+                   grouped_cotangent, prob_weighted_sum, token_prob_parts)
 from .reduction import sum as gr_sum
 from .shape import expand_dims, squeeze
 
@@ -118,7 +118,7 @@ def vocab_parallel_tangent(logits: Any, labels: Any, lse: Any, lse_lo: Any, t: A
     acc = aval_of(lse).dtype
     x, t = cast(logits, acc), cast(t, acc)
     start, vocab = shard_vocab(axis_name, aval_of(logits).shape[-1])
-    t_lse = lax.psum(gr_sum(multiply(token_probs(x, lse, lse_lo), t), axis=-1), axis_name)
+    t_lse = lax.psum(prob_weighted_sum(x, lse, lse_lo, t), axis_name)
     picked = lax.psum(shard_label_value(t, labels, start), axis_name)
     v = subtract(t_lse, multiply(picked, 1 - label_smoothing))
     if label_smoothing:
@@ -139,11 +139,11 @@ def vocab_parallel_cotangent(logits: Any, labels: Any, lse: Any, lse_lo: Any, g_
     dtype, acc = aval_of(logits).dtype, aval_of(lse).dtype
     shard_size = aval_of(logits).shape[-1]
     start, vocab = shard_vocab(axis_name, shard_size)
-    p = token_probs(cast(logits, acc), lse, lse_lo)
+    e, q = token_prob_parts(cast(logits, acc), lse, lse_lo)
     local = subtract(labels, cast(start, aval_of(labels).dtype))
     hot = one_hot(local, num_classes=shard_size, dtype=acc)     # 0 rows off the shard
     c = mask_tokens(g_loss, labels, vocab, ignore_index)
-    return cast(grouped_cotangent(p, hot, c, add(c, g_lse), label_smoothing, vocab), dtype)
+    return cast(grouped_cotangent(e, hot, c, add(c, g_lse), label_smoothing, vocab, q), dtype)
 
 
 def _vpce_vjp(logits: Array, labels: Array, lse: Array, lse_lo: Array, g_loss: Array,
