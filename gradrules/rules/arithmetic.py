@@ -19,13 +19,13 @@ from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined,
                     Tangent, is_undefined_primal, is_zero)
 from ..core.primitive import register_rules
 from ..primitives._compose import indicator, unbroadcast
-from ..primitives.activation import sigmoid
+from ..primitives.activation import clamp, sigmoid
 from ..primitives.arithmetic import (add, add_p, atan2_p, bias_add_p, div_scale_p, divide,
                                      divide_p, fmod_p, hypot_p, lerp_p, logaddexp_p, maximum_p,
                                      minimum_p, multiply, multiply_p, pow, pow_p, remainder_p,
                                      residual_add_p, scale_p, subtract, subtract_p)
 from ..primitives.compare import eq, gt, lt, where
-from ..primitives.logical import isinf, logical_and
+from ..primitives.logical import isnan
 from ..primitives.reduction import sum_p
 from ..primitives.rounding import floor, trunc
 from ..primitives.shape import moveaxis
@@ -203,12 +203,18 @@ register_rules(atan2_p, **elementwise_rules(atan2_p, _atan2_dx, _atan2_dy))
 
 # logaddexp -------------------------------------------------------------------
 def _logaddexp_weight(x: Any, y: Any) -> Any:
-    """sigmoid(x - y), the weight of x: 0 at x = y = -inf, 1/2 at x = y =
-    +inf (the difference of one infinity with itself taken as 0 by a double
-    where, so no NaN and no derivative of it reaches any order)."""
-    same_inf = logical_and(eq(x, y), isinf(x))
-    w = sigmoid(subtract(where(same_inf, 0.0, x), where(same_inf, 0.0, y)))
-    return where(logical_and(same_inf, lt(x, 0.0)), 0.0, w)
+    """sigmoid(x - y), the weight of x. x - y is NaN only where x and y are
+    the same infinity (or a NaN came in); there the weight is
+    ``clamp(x + y, 0, 1/2)``: 0 at x = y = -inf, 1/2 at x = y = +inf, NaN
+    for a NaN input (as jnp), every derivative 0 there; inside sigmoid
+    the difference is taken as 0 there (a double where: no NaN and no
+    derivative of it reaches any order). One isnan of the difference and
+    two selects: a compare of x with y, isinf and a third select took 1.5x
+    the FLOPs of jax.numpy's gradient."""
+    d = subtract(x, y)
+    nan = isnan(d)
+    w = sigmoid(where(nan, 0.0, d))
+    return where(nan, clamp(add(x, y), min=0.0, max=0.5), w)
 
 
 def _logaddexp_dx(x: Any, y: Any, out: Any) -> Any:
