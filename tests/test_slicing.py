@@ -2,11 +2,14 @@
 strided slices, select / row_slice, split and its transpose, batching that
 binds one primitive, and bad input."""
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from gradrules.core.dims import python_slice, slice_count
 from gradrules.primitives import layout as lo
 from gradrules.primitives import reduction as red
 from gradrules.primitives import slicing as sl
@@ -127,6 +130,19 @@ def test_export_of_values_and_grads_with_symbolic_sizes(name) -> None:
     sizes of the symbol."""
     fn, shape, sizes = SYMBOLIC_CASES[name]
     check_symbolic_export(fn, shape, sizes, RNG, "b")
+
+
+def test_python_slice_is_pythons_slice_indices() -> None:
+    """``core.dims.python_slice`` (the clamped bounds of set_value and
+    slice_scatter, symbolic-aware) gives Python's positions for every start,
+    end and step on small axes, with the stop never past the start."""
+    vals = (None, *range(-6, 7))
+    for n, step, a, b in itertools.product(range(5), (-3, -2, -1, 1, 2, 3), vals, vals):
+        want = range(*slice(a, b, step).indices(n))
+        start, stop = python_slice("t", n, a, b, step)
+        count = slice_count(start, stop, step)
+        assert (start - stop) * step <= 0 and list(range(start, stop, step)) == list(want)
+        assert count == len(want)
 
 
 def test_bounds_undecided_for_a_symbolic_size_are_a_value_error_naming_the_op() -> None:

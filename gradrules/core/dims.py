@@ -21,6 +21,8 @@ import jax
 from jax.core import max_dim as max_dim
 from jax.core import min_dim as min_dim
 
+from .meta import op_name
+
 Size: TypeAlias = "int | Any"
 """A size: an int, or a symbolic dimension."""
 
@@ -61,3 +63,51 @@ def strided_count(d: Size, stride: int) -> Size:
     ``stride_dim`` (``max((d - 1) // stride + 1, 0)``), so a symbolic count
     is the very expression lax's shape rules produce."""
     return max_dim((d - 1) // stride + 1, 0)
+
+
+def strided_extent(count: Size, stride: int) -> Size:
+    """How far ``count`` positions ``lo, lo + stride, ...`` reach past
+    ``lo``: ``(count - 1) * stride + 1``, 0 for ``count <= 0`` (the inverse
+    of ``strided_count``: the tight ``limit - lo`` of a strided slice)."""
+    return max_dim((count - 1) * stride + 1, 0)
+
+
+def _slice_bound(op: str, arg: str, v: Size, n: Size, lower: int | Size, upper: Size) -> Size:
+    """One bound of Python's ``slice.indices(n)``: a negative ``v`` counts
+    from the end, then the bound is clamped into ``[lower, upper]``. A
+    symbolic ``v`` must have a sign decided for every value of the sizes."""
+    if definitely_le(0, v):
+        return min_dim(v, upper)
+    if definitely_lt(v, 0):
+        return max_dim(v + n, lower)
+    raise ValueError(f"{op_name(op)}: {arg}={v} may be negative or not, depending on the "
+                     f"symbolic sizes, so it is not known whether it counts from the end")
+
+
+def python_slice(op: str, n: Size, start: Size | None, end: Size | None, step: int, *,
+                 args: tuple[str, str] = ("start", "end")) -> tuple[Size, Size]:
+    """``slice(start, end, step)`` on an axis of size ``n`` with Python's
+    semantics (``slice.indices``): negative bounds count from the end, then
+    clamp into ``[0, n]`` (``[-1, n - 1]`` for a negative step); ``None`` is
+    the end the step walks from or to. Returns ``(start, stop)`` with the
+    stop moved to the start where the walk would not reach it, so that
+    ``0 <= start <= stop <= n`` for a positive step and ``-1 <= stop <=
+    start <= n - 1`` for a negative one: the positions are ``start + j *
+    step`` for ``j < slice_count(start, stop, step)``. Sizes and bounds may
+    be symbolic; ``args`` name start and end in the error for a symbolic
+    bound whose sign is not decided."""
+    lower, upper = (0, n) if step > 0 else (-1, n - 1)
+    first = (upper if step < 0 else lower) if start is None else _slice_bound(
+        op, args[0], start, n, lower, upper)
+    stop = (lower if step < 0 else upper) if end is None else _slice_bound(
+        op, args[1], end, n, lower, upper)
+    return first, (max_dim(stop, first) if step > 0 else min_dim(stop, first))
+
+
+def slice_count(start: Size, stop: Size, step: int) -> Size:
+    """How many positions ``start, start + step, ...`` lie strictly before
+    ``stop`` in the direction of the step: ``strided_count(stop - start,
+    step)``, or ``strided_count(start - stop, -step)`` walking backwards
+    (the same expression as the size of ``slice(start, stop, step)`` on the
+    reversed axis, so a transpose that slices there gives this very size)."""
+    return strided_count(stop - start, step) if step > 0 else strided_count(start - stop, -step)

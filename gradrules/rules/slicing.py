@@ -15,7 +15,7 @@ from typing import Any
 
 from .._jax import (Array, BatchDim, BatchResult, Cotangent, MaybeUndefined, aval_of,
                     is_undefined_primal)
-from ..core.dims import Size, max_dim
+from ..core.dims import Size, strided_extent
 from ..core.primitive import register_rules
 from ..primitives._compose import zeros
 from ..primitives.layout import concatenate_p, pad_p
@@ -31,11 +31,11 @@ def _slice_transpose(ct: Cotangent, x: MaybeUndefined, *, start_indices: tuple[S
                      limit_indices: tuple[Size, ...], strides: tuple[int, ...]) -> list[Any]:
     """ct padded back into place: ``start`` zeros before, ``stride - 1``
     between the m taken entries, and after them the rest of the axis (it
-    ends ``(m - 1) * stride + 1`` past ``start``, nothing for m = 0; sizes
-    may be symbolic)."""
+    ends ``strided_extent(m, stride) = (m - 1) * stride + 1`` past
+    ``start``, nothing for m = 0; sizes may be symbolic)."""
     widths = []
     for lo, m, s, n in zip(start_indices, aval_of(ct).shape, strides, aval_of(x).shape):
-        real_limit = lo + max_dim((m - 1) * s + 1, 0)
+        real_limit = lo + strided_extent(m, s)
         widths.append((lo, n - real_limit, s - 1))
     return [pad_p.bind(ct, zeros((), aval_of(ct).dtype), widths=tuple(widths), mode="constant")]
 
