@@ -12,6 +12,7 @@ import pytest
 from gradrules.core.dims import python_slice, slice_count
 from gradrules.primitives import layout as lo
 from gradrules.primitives import reduction as red
+from gradrules.primitives import scatter as sc
 from gradrules.primitives import slicing as sl
 
 from _helpers import check_symbolic_export, count_bound, vjp_of
@@ -119,6 +120,24 @@ SYMBOLIC_CASES = {
     "slice_of_the_last_entry": (
         lambda x: sl.slice(x, start=(x.shape[0] - 1,), limit=(x.shape[0],)), "b", (1, 4)),
     "select_from_the_end": (lambda x: sl.select(x, axis=0, index=-1), "b, 3", (2, 5)),
+    # slice updates: Python's clamped bounds on a symbolic sliced axis
+    # (an empty slice at b = 1), their transpose a slice of symbolic bounds
+    "slice_scatter_from_a_start": (
+        lambda x: sc.slice_scatter(x, 2 * x[1:], axis=0, start=1), "b, 4", (1, 4)),
+    # (src sliced by lax's rule: jnp's x[::2] writes its size ceil(b / 2) as
+    # floordiv(b + 1, 2), a form JAX cannot prove equal to lax's)
+    "slice_scatter_with_a_step": (
+        lambda x: sc.slice_scatter(x, 2 * sl.slice(x, start=(0, 0), limit=x.shape,
+                                                   strides=(2, 1)), axis=0, step=2),
+        "b, 3", (1, 4)),
+    "slice_scatter_walking_backwards": (
+        lambda x: sc.slice_scatter(x, 2 * x[1:], axis=0, end=0, step=-1), "b, 3", (1, 4)),
+    "set_value_to_the_symbolic_end": (
+        lambda x: sc.set_value(x, 2 * x[1:], starts=(1,), ends=(x.shape[0],), axes=(0,)),
+        "b, 4", (1, 4)),
+    "set_value_from_the_end_to_a_clamped_bound": (
+        lambda x: sc.set_value(x, 3 * x[0], starts=(-2,), ends=(10 ** 9,), steps=(2,),
+                               axes=(0,)), "b, 4", (1, 5)),
 }
 
 
@@ -161,6 +180,9 @@ def test_bounds_undecided_for_a_symbolic_size_are_a_value_error_naming_the_op() 
          r"slice_sizes \(2, 3\) must lie in \[0, shape\] for x with shape \(b, 3\)"),
         ("select", lambda x: sl.select(x, axis=0, index=1),
          r"index=1 is out of range for axis 0 of x with shape \(b, 3\)"),
+        ("set_value", lambda x: sc.set_value(x, 0.0, starts=(x.shape[0] - 2,), ends=(3,),
+                                             axes=(0,)),
+         r"starts=b - 2 may be negative or not, depending on the symbolic sizes"),
     ]
     for op, fn, msg in cases:
         with pytest.raises(ValueError, match=rf"gradrules.{op}: {msg}"):

@@ -26,6 +26,7 @@ from jax import lax
 
 from .._jax import ShapedArray
 from ..core.args import choice_param, int_param, int_tuple
+from ..core.dims import Size, python_slice, slice_count
 from ..core.meta import broadcast_shapes, check_dtype, normalize_axis, op_name, same_dtype
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -33,6 +34,7 @@ from .convert import index_arg, promote
 from .gather import IN_RANGE, check_along_axis, check_nonempty, clip_index, wrap_index
 from .reduction import extremum_identity
 from .shape import broadcast_to
+from .slicing import slice_fits
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -132,7 +134,6 @@ def position_dtype(n: int) -> Any:
     """The integer dtype of the positions 0 .. n - 1 (int32 for a symbolic
     ``n``, as JAX's own indexing takes)."""
     return np.int32 if jax.export.is_symbolic_dim(n) or n < 2**31 else np.int64
-
 
 
 def last_wins(x: Array, idx: tuple[Array, ...], updates: Array) -> Array:
@@ -374,65 +375,83 @@ register_op(OpDef(name="index_put", family=FAMILY, fn=index_put, primitives=(ind
 
 
 # ------------------------------------------------ set_value, slice_scatter
-def strided_positions(start: int, step: int, count: int) -> tuple[int, int, int, bool]:
-    """The ascending ``(lo, hi, stride)`` slice of positions ``start + j *
-    step`` for ``j < count``, and whether they are taken in reverse."""
-    if count == 0:
-        return 0, 0, 1, False
-    last = start + (count - 1) * step
-    if step < 0:
-        return last, start + 1, -step, True
-    return start, last + 1, step, False
-
-
-def _slices_index(slices: tuple[tuple[int, int, int], ...]) -> tuple[Any, tuple[int, ...]]:
-    """The ascending numpy index of ``slices`` and the axes taken in reverse."""
-    index, rev = [], []
-    for d, s in enumerate(slices):
-        lo, hi, stride, reverse = strided_positions(*s)
-        index.append(slice(lo, hi, stride))
-        if reverse:
-            rev.append(d)
-    return tuple(index), tuple(rev)
+def _slice_fits(start: Size, stop: Size, step: int, n: Size) -> bool:
+    """``0 <= start <= stop <= n`` (a positive step) or ``-1 <= stop <=
+    start <= n - 1`` (a negative one), for every value of the symbolic
+    sizes: the walk from start towards stop stays in the axis."""
+    if step > 0:
+        return slice_fits((start,), (stop,), (n,))
+    return step < 0 and slice_fits((stop + 1,), (start + 1,), (n,))
 
 
 def _slice_update_infer_meta(op: str, x: Any, value: Any, *,
-                             slices: tuple[tuple[int, int, int], ...]) -> ShapedArray:
+                             slices: tuple[tuple[Size, Size, int], ...]) -> ShapedArray:
     """infer_meta of set_value and slice_scatter: ``(x, value)`` with
-    ``slices`` one ``(start, step, count)`` per axis of x."""
+    ``slices`` one ``(start, stop, step)`` per axis of x, as
+    ``core.dims.python_slice`` gives it (sizes may be symbolic): the value
+    has ``slice_count`` entries on each axis."""
     dtype = same_dtype(op, {"x": x, "value": value})
     check_dtype(op, "x", dtype, "any")
-    if len(slices) != len(x.shape) or any(
-            c < 0 or st == 0 or c and not (0 <= s < n and 0 <= s + (c - 1) * st < n)
-            for (s, st, c), n in zip(slices, x.shape)):
+    if len(slices) != len(x.shape) or not all(
+            _slice_fits(*s, n) for s, n in zip(slices, x.shape)):
         raise ValueError(f"{op_name(op)}: slices {slices} do not fit x with shape "
                          f"{tuple(x.shape)}")
-    want = tuple(c for _, _, c in slices)
+    want = _slices_shape(slices)
     if tuple(value.shape) != want:
         raise ValueError(f"{op_name(op)}: the value has shape {tuple(value.shape)} but "
                          f"the slice has shape {want}")
     return ShapedArray(tuple(x.shape), dtype, weak_type=x.weak_type and value.weak_type)
 
 
-def _slice_update_impl(x: Array, value: Array, *, slices: tuple[tuple[int, int, int], ...]
+def _slice_update_impl(x: Array, value: Array, *, slices: tuple[tuple[Size, Size, int], ...]
                        ) -> Array:
-    index, rev = _slices_index(slices)
-    return x.at[index].set(jnp.flip(value, rev) if rev else value)
+    """One ``lax.scatter`` (what ``x.at[start:stop:step].set`` builds): an
+    axis of step 1 is a window of the value's size at its start (an index
+    column only where the start is not 0); any other step is a scatter axis
+    whose positions ``start + step * iota(count)`` (descending for a
+    negative step) take the value's entries in order. The window and index
+    sizes are the value's own (``slice_count``), so symbolic sizes need no
+    comparison of two forms of one size."""
+    strided = tuple(d for d, (_, _, step) in enumerate(slices) if step != 1)
+    indexed = tuple(d for d, (start, _, step) in enumerate(slices) if step != 1 or start != 0)
+    grid = tuple(np.shape(value)[d] for d in strided)
+    dtype = np.result_type(np.int32, *(position_dtype(n) for n in np.shape(x)))
+    columns = []
+    for d in indexed:
+        start, _, step = slices[d]
+        if step == 1:
+            columns.append(jnp.full(grid, start, dtype))
+        else:
+            k = strided.index(d)
+            pos = start + step * lax.iota(dtype, grid[k])
+            columns.append(lax.broadcast_in_dim(pos, grid, (k,)))
+    index = jnp.stack(columns, axis=-1) if columns else jnp.zeros(grid + (0,), dtype)
+    dnums = lax.ScatterDimensionNumbers(
+        update_window_dims=tuple(d for d in range(x.ndim) if d not in strided),
+        inserted_window_dims=strided, scatter_dims_to_operand_dims=indexed)
+    return lax.scatter(x, index, value, dnums, indices_are_sorted=all(
+        step > 0 for _, _, step in slices), unique_indices=True,
+        mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
-def _python_slice(op: str, n: int, start: Any, end: Any, step: Any) -> tuple[int, int, int]:
-    """Python's slice semantics (bounds clamp): ``(start, step, count)``."""
-    start, end, step = (None if v is None else int_param(op, arg, v)
-                        for arg, v in (("start", start), ("end", end), ("step", step)))
+def _python_slice(op: str, n: Size, start: Any, end: Any, step: Any,
+                  args: tuple[str, str] = ("start", "end")) -> tuple[Size, Size, int]:
+    """Python's slice semantics (bounds clamp): ``(start, stop, step)``
+    (``core.dims.python_slice``; the bounds and ``n`` may be symbolic)."""
+    start, end = (None if v is None else int_tuple(op, arg, v, 1, symbolic=True)[0]
+                  for arg, v in zip(args, (start, end)))
+    step = 1 if step is None else int_param(op, "step", step)
     if step == 0:
         raise ValueError(f"{op_name(op)}: a step of 0 is not allowed")
-    s = slice(start, end, step)
-    lo, _, st = s.indices(n)
-    return lo, st, len(range(*s.indices(n)))
+    return (*python_slice(op, n, start, end, step, args=args), step)
 
 
-def _full_slices(x: Any) -> list[tuple[int, int, int]]:
-    return [(0, 1, n) for n in np.shape(x)]
+def _slices_shape(slices: Any) -> tuple[Size, ...]:
+    return tuple(slice_count(*s) for s in slices)
+
+
+def _full_slices(x: Any) -> list[tuple[Size, Size, int]]:
+    return [(0, n, 1) for n in np.shape(x)]
 
 
 set_value_p = define_primitive("set_value", family=FAMILY, operands=("x", "value"),
@@ -454,7 +473,8 @@ def set_value(x: ArrayLike, value: ArrayLike, *, starts: Any, ends: Any, steps: 
     """
     x, value = promote("set_value", {"x": x, "value": value}, "any")
     axes = int_tuple("set_value", "axes", axes)
-    starts, ends = int_tuple("set_value", "starts", starts), int_tuple("set_value", "ends", ends)
+    starts = int_tuple("set_value", "starts", starts, symbolic=True)
+    ends = int_tuple("set_value", "ends", ends, symbolic=True)
     steps = (1,) * len(axes) if steps is None else int_tuple("set_value", "steps", steps)
     if not len(starts) == len(ends) == len(steps) == len(axes):
         raise ValueError(f"{op_name('set_value')}: starts, ends, steps and axes must have the "
@@ -462,8 +482,8 @@ def set_value(x: ArrayLike, value: ArrayLike, *, starts: Any, ends: Any, steps: 
     slices = _full_slices(x)
     for a, s, e, st in zip(axes, starts, ends, steps):
         a = normalize_axis("set_value", a, np.ndim(x), "axes")
-        slices[a] = _python_slice("set_value", np.shape(x)[a], s, e, st)
-    shape = tuple(c for _, _, c in slices)
+        slices[a] = _python_slice("set_value", np.shape(x)[a], s, e, st, ("starts", "ends"))
+    shape = _slices_shape(slices)
     try:
         value = broadcast_to(value, shape)
     except ValueError:
@@ -497,14 +517,16 @@ def slice_scatter(x: ArrayLike, src: ArrayLike, *, axis: int = 0, start: int | N
                   end: int | None = None, step: int = 1) -> Array:
     """aten.slice_scatter: x with ``x[..., start:end:step, ...] = src`` at
     ``axis`` (Python slice semantics; src must have the slice's shape
-    exactly). Linear in (x, src): x gets zero gradient where it was
+    exactly). Under ``jax.export`` the axis and the bounds may be symbolic
+    (a bound's sign must be decided); a strided count is ``lax.slice``'s
+    expression of it. Linear in (x, src): x gets zero gradient where it was
     overwritten, src the cotangent's slice."""
     x, src = promote("slice_scatter", {"x": x, "src": src}, "any")
     axis = normalize_axis("slice_scatter", axis, np.ndim(x))
     slices = _full_slices(x)
     step = int_param("slice_scatter", "step", step)     # an int, not None
     slices[axis] = _python_slice("slice_scatter", np.shape(x)[axis], start, end, step)
-    want = tuple(c for _, _, c in slices)
+    want = _slices_shape(slices)
     if np.shape(src) != want:
         raise ValueError(f"{op_name('slice_scatter')}: src with shape {np.shape(src)} must "
                          f"have the slice shape {want}")

@@ -24,6 +24,7 @@ from .. import _jax
 from .._jax import (Array, BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined,
                     Primitive, Tangent, aval_of, is_undefined_primal, is_zero)
 from ..core.args import index_dtype
+from ..core.dims import Size
 from ..core.primitive import register_rules
 from ..primitives._compose import full, zeros
 from ..primitives.arithmetic import add, divide, multiply, subtract
@@ -33,8 +34,7 @@ from ..primitives.creation import iota
 from ..primitives.gather import gather_p, take_along_axis_p
 from ..primitives.layout import flip_p
 from ..primitives.scatter import (LINEAR_REDUCE, index_put_p, position_dtype, scatter_add_p,
-                                  scatter_p, scatter_reduce_p, set_value_p, slice_scatter_p,
-                                  strided_positions)
+                                  scatter_p, scatter_reduce_p, set_value_p, slice_scatter_p)
 from ..primitives.shape import broadcast_in_dim_p, reshape_p
 from ..primitives.slicing import slice_p
 from ._common import add_tangents, linear_jvp, shifted_front_batch, to_front
@@ -254,20 +254,24 @@ register_rules(index_put_p, linear=("x", "values"), jvp=partial(linear_jvp, inde
 
 
 # ------------------------------------------------ set_value, slice_scatter
-def take_slices(ct: Any, slices: tuple[tuple[int, int, int], ...]) -> Any:
-    """``ct`` at the positions of ``slices`` (a strided slice, then a flip of
-    the axes walked backwards)."""
-    bounds = [strided_positions(*s) for s in slices]
-    out = slice_p.bind(ct, start_indices=tuple(b[0] for b in bounds),
-                       limit_indices=tuple(b[1] for b in bounds),
-                       strides=tuple(b[2] for b in bounds))
-    rev = tuple(d for d, b in enumerate(bounds) if b[3])
-    return flip_p.bind(out, axes=rev) if rev else out
+def take_slices(ct: Any, slices: tuple[tuple[Size, Size, int], ...]) -> Any:
+    """``ct`` at the positions of ``slices`` (``(start, stop, step)`` per
+    axis): one strided slice, taken on the reversed axis (a flip first)
+    where the step is negative, from ``n - 1 - start`` to ``n - 1 - stop``;
+    its size is then ``slice_count``'s very expression, symbolic sizes
+    included."""
+    rev = tuple(d for d, (_, _, step) in enumerate(slices) if step < 0)
+    bounds = [(lo, hi, step) if step > 0 else (n - 1 - lo, n - 1 - hi, -step)
+              for (lo, hi, step), n in zip(slices, aval_of(ct).shape)]
+    ct = flip_p.bind(ct, axes=rev) if rev else ct
+    return slice_p.bind(ct, start_indices=tuple(b[0] for b in bounds),
+                        limit_indices=tuple(b[1] for b in bounds),
+                        strides=tuple(b[2] for b in bounds))
 
 
 def _slice_update_transpose(prim: Primitive, ct: Cotangent, x: MaybeUndefined,
                             value: MaybeUndefined, *,
-                            slices: tuple[tuple[int, int, int], ...]) -> list[Any]:
+                            slices: tuple[tuple[Size, Size, int], ...]) -> list[Any]:
     ct_x = ct_value = None
     if is_undefined_primal(x):
         vshape = tuple(aval_of(value).shape)
@@ -278,9 +282,9 @@ def _slice_update_transpose(prim: Primitive, ct: Cotangent, x: MaybeUndefined,
 
 
 def _slice_update_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[BatchDim], *,
-                        slices: tuple[tuple[int, int, int], ...]) -> BatchResult:
+                        slices: tuple[tuple[Size, Size, int], ...]) -> BatchResult:
     x, value = to_front(args, dims)
-    return prim.bind(x, value, slices=((0, 1, np.shape(x)[0]),) + slices), 0
+    return prim.bind(x, value, slices=((0, np.shape(x)[0], 1),) + slices), 0
 
 
 register_rules(set_value_p, linear=("x", "value"), jvp=partial(linear_jvp, set_value_p),
