@@ -16,6 +16,8 @@ from gradrules.primitives.loss import (cross_entropy_reference, cross_entropy,
                                        fused_linear_cross_entropy, fused_linear_cross_entropy_p,
                                        nll_loss, softmax_cross_entropy)
 
+from _helpers import mode_costs
+
 rng = np.random.default_rng(0)
 LOGITS = rng.normal(size=(5, 7))
 LABELS = np.array([0, 6, -100, 3, 3], np.int32)
@@ -303,17 +305,6 @@ def test_cross_entropy_grad_does_no_more_work_than_jax_numpy() -> None:
                                                                    ref_bytes)
 
 
-def _hvp_flops(f, *args):
-    """FLOPs (XLA's cost analysis) of the compiled JVP of the gradient of
-    ``sum(w * f(*args))`` (w fixed weights, as the benchmarks') in every
-    argument, along tangents that are arguments too (``sin(args)``)."""
-    w = jnp.cos(jnp.arange(args[0].shape[0], dtype=jnp.float32))
-    grad = jax.grad(lambda *a: jnp.sum(w * f(*a)), tuple(range(len(args))))
-    hvp = jax.jit(lambda a, t: jax.jvp(grad, a, t)[1])
-    c = hvp.lower(args, tuple(jnp.sin(a) for a in args)).compile().cost_analysis()
-    return (c[0] if isinstance(c, (list, tuple)) else c)["flops"]
-
-
 def test_cross_entropy_hvp_takes_one_subtraction_per_probability() -> None:
     """In a Hessian-vector product the backward's tangent recomputes the
     probabilities (it never holds [tokens, vocab] exponentials as jax.numpy
@@ -322,9 +313,9 @@ def test_cross_entropy_hvp_takes_one_subtraction_per_probability() -> None:
     where ``exp((x - lse) - lse_lo)`` took 10."""
     x = jnp.asarray(rng.normal(size=(256, 2048)), jnp.float32)
     labels = jnp.asarray(rng.integers(0, 2048, 256), jnp.int32)
-    ours, ref = (_hvp_flops(lambda a: f(a, labels, reduction="none"), x)
-                 for f in (cross_entropy, cross_entropy_reference))
-    assert ours <= 1.15 * ref, ours / ref
+    (ours, _), (ref, _) = mode_costs("hvp", [lambda a, f=f: f(a, labels, reduction="none")
+                                             for f in (cross_entropy, cross_entropy_reference)], x)
+    assert ours.flops <= 1.15 * ref.flops, ours.flops / ref.flops
 
 
 @pytest.mark.parametrize("fn", ["cross_entropy", "fused_linear_cross_entropy"])
@@ -506,8 +497,8 @@ def test_softmax_cross_entropy_hvp_differentiates_the_gradient() -> None:
     ``-sum(labels * safe_log_probs)`` took 1.66x."""
     x = jnp.asarray(rng.normal(size=(4096, 128)), jnp.float32)
     y = jax.nn.softmax(jnp.asarray(rng.normal(size=(4096, 128)), jnp.float32))
-    ours, ref = (_hvp_flops(f, x, y) for f in (softmax_cross_entropy, _optax))
-    assert ours <= 1.6 * ref, ours / ref
+    (ours, _), (ref, _) = mode_costs("hvp", (softmax_cross_entropy, _optax), x, y, diff=(0, 1))
+    assert ours.flops <= 1.6 * ref.flops, ours.flops / ref.flops
 
 
 def test_softmax_cross_entropy_counts_an_overflowed_log_probability() -> None:
