@@ -83,8 +83,13 @@ def number_param(op: str, name: str, value: Any, *, lo: float | None = None,
     return value
 
 
-def int_param(op: str, name: str, value: Any, *, lo: int | None = None) -> int:
-    """A Python or numpy int (not a bool), at least ``lo`` where given."""
+def int_param(op: str, name: str, value: Any, *, lo: int | None = None,
+              symbolic: bool = False) -> int:
+    """A Python or numpy int (not a bool), at least ``lo`` where given.
+    ``symbolic``: a size or bound, which may also be a symbolic dimension
+    (``jax.export.symbolic_shape``), kept as it is."""
+    if symbolic and jax.export.is_symbolic_dim(value):
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{op_name(op)}: {name} must be an int, got {value!r}")
     if lo is not None and value < lo:

@@ -438,7 +438,7 @@ def _python_slice(op: str, n: Size, start: Any, end: Any, step: Any,
                   args: tuple[str, str] = ("start", "end")) -> tuple[Size, Size, int]:
     """Python's slice semantics (bounds clamp): ``(start, stop, step)``
     (``core.dims.python_slice``; the bounds and ``n`` may be symbolic)."""
-    start, end = (None if v is None else int_tuple(op, arg, v, 1, symbolic=True)[0]
+    start, end = (None if v is None else int_param(op, arg, v, symbolic=True)
                   for arg, v in zip(args, (start, end)))
     step = 1 if step is None else int_param(op, "step", step)
     if step == 0:
