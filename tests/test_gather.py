@@ -13,7 +13,8 @@ from gradrules.primitives import gather as ga
 from gradrules.primitives import scatter as sc
 from gradrules.testing.check import check
 
-from _helpers import check_index_dtype_rejected, check_vmap_binds_once, grad_of
+from _helpers import (check_index_dtype_rejected, check_symbolic_export,
+                      check_vmap_binds_once, grad_of)
 
 RNG = np.random.default_rng(0)
 X = RNG.uniform(-1, 1, (4, 3))
@@ -212,6 +213,44 @@ def test_index_and_update_shapes_that_do_not_match(op, fn, msg) -> None:
 def test_bad_params(op, fn, msg) -> None:
     with pytest.raises(ValueError, match=rf"gradrules.{op}: {msg}"):
         fn()
+
+
+# ------------------------------------------------- symbolic sizes (export)
+IDS = np.array([0, 1, -1, 1], np.int32)
+SYMBOLIC_CASES = {
+    # (function of x, x's symbolic shape): the gathered axis is symbolic, so
+    # the index rule (i + n, clip to n - 1) and the padding row read n
+    "take_counting_from_the_end": (lambda x: ga.take(x, IDS, axis=0), "n + 1, 3"),
+    "embedding_with_a_padding_row": (lambda x: ga.embedding(IDS, x, padding_idx=1), "n + 1, 3"),
+    "embedding_with_the_last_row_for_padding": (
+        lambda x: ga.embedding(IDS, x, padding_idx=-1), "n + 1, 3"),
+    "c_embedding_of_a_symbolic_shard": (
+        lambda x: ga.c_embedding(x, IDS + 2, start_index=1), "n + 1, 3"),
+}
+
+
+@pytest.mark.parametrize("name", SYMBOLIC_CASES)
+def test_export_of_values_and_grads_with_a_symbolic_gathered_axis(name) -> None:
+    """The value and gradient of ``sum(out ** 2)`` exported once for a
+    symbolic number of rows equal the direct computation at two sizes."""
+    fn, shape = SYMBOLIC_CASES[name]
+    check_symbolic_export(fn, shape, (1, 4), RNG, "n")
+
+
+@pytest.mark.parametrize("op,fn,msg", [
+    ("embedding", lambda x: ga.embedding(IDS, x, padding_idx=3),
+     r"padding_idx=3 is out of range for a table of n rows for some values of the symbolic"),
+    ("c_embedding", lambda x: ga.c_embedding(x, IDS, start_index=1, vocab_size=10),
+     r"a shard of n rows at start_index=1 does not fit a vocabulary of vocab_size=10 for "
+     r"some values of the symbolic"),
+])
+def test_params_that_fit_only_some_symbolic_tables_are_rejected(op, fn, msg) -> None:
+    """A padding row or a shard checked against a symbolic number of rows
+    must fit for every value of it: a ValueError naming the op and the
+    param otherwise (not JAX's inconclusive comparison)."""
+    spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape("n, 3"), np.float32)
+    with pytest.raises(ValueError, match=rf"gradrules.{op}: {msg}"):
+        jax.eval_shape(fn, spec)
 
 
 def test_checker_passes_on_the_c_embedding_of_a_batched_shard() -> None:

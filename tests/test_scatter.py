@@ -10,7 +10,8 @@ import pytest
 from gradrules.primitives import reduction as red
 from gradrules.primitives import scatter as sc
 
-from _helpers import check_index_dtype_rejected, check_vmap_binds_once, grad_of, mode_costs
+from _helpers import (check_index_dtype_rejected, check_symbolic_export,
+                      check_vmap_binds_once, grad_of, mode_costs)
 
 RNG = np.random.default_rng(0)
 X = RNG.uniform(-1, 1, (4, 3))
@@ -282,6 +283,34 @@ def test_index_and_update_shapes_that_do_not_match(op, fn, msg) -> None:
 def test_bad_params(op, fn, msg) -> None:
     with pytest.raises(ValueError, match=rf"gradrules.{op}: {msg}"):
         fn()
+
+
+# ------------------------------------------------- symbolic sizes (export)
+ROWS = np.array([0, -1, 1, -1], np.int32)
+SYMBOLIC_CASES = {
+    # (function of x, x's symbolic shape): the indexed axis (index_put's
+    # flat positions, the index rule's i + n) or the index itself (the
+    # positions that find the surviving writes) has a symbolic size
+    "index_put_counting_from_the_end": (
+        lambda x: sc.index_put(x, (ROWS,), 2 * x[:4]), "n + 3, 3"),
+    "index_put_of_two_axes_accumulating": (
+        lambda x: sc.index_put(x, (ROWS, ROWS[::-1]), x[0, :4], accumulate=True),
+        "n + 3, n + 3"),
+    "index_put_under_vmap": (
+        lambda x: jax.vmap(lambda r: sc.index_put(r, (ROWS[:2],), 2 * r[:2]))(x), "n, 3"),
+    "scatter_of_a_symbolic_number_of_rows": (
+        lambda x: sc.scatter(x[:2], jnp.broadcast_to(jnp.arange(x.shape[0])[:, None] % 2,
+                                                     x.shape).astype(np.int32), x, axis=0),
+        "n + 1, 3"),
+}
+
+
+@pytest.mark.parametrize("name", SYMBOLIC_CASES)
+def test_export_of_values_and_grads_with_symbolic_sizes(name) -> None:
+    """The value and gradient of ``sum(out ** 2)`` exported once for a
+    symbolic size equal the direct computation at two sizes of it."""
+    fn, shape = SYMBOLIC_CASES[name]
+    check_symbolic_export(fn, shape, (1, 4), RNG, "n")
 
 
 @pytest.mark.parametrize("fn", [

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 
 from .._jax import ShapedArray
 from ..core.args import dtype_param, index_dtype, int_param
+from ..core.dims import Size, definitely_in, definitely_le, is_constant, max_dim
 from ..core.meta import check_dtype, normalize_axis, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
@@ -52,15 +53,16 @@ def wide_index(index: Array) -> Array:
     return index if jnp.result_type(index) == dtype else jnp.asarray(index).astype(dtype)
 
 
-def wrap_index(index: Array, n: int) -> Array:
+def wrap_index(index: Array, n: Size) -> Array:
     """Negative indices count from the end (the references clip with mode="clip")."""
     index = wide_index(index)
     return jnp.where(index < 0, index + n, index)
 
 
-def clip_index(index: Array, n: int) -> Array:
-    """The documented rule: negative indices count from the end, then clip."""
-    return jnp.clip(wrap_index(index, n), 0, max(n - 1, 0))
+def clip_index(index: Array, n: Size) -> Array:
+    """The documented rule: negative indices count from the end, then clip
+    (``n`` may be symbolic)."""
+    return jnp.clip(wrap_index(index, n), 0, max_dim(n - 1, 0))
 
 
 # jax.numpy's indexing options (``.at[idx]``, ``take_along_axis``) for indices
@@ -314,6 +316,12 @@ register_op(OpDef(name="take_along_axis", family=FAMILY, fn=take_along_axis,
 
 
 # -------------------------------------------------------------- embedding
+def _for_some(size: Size) -> str:
+    """What a failed size check adds to its message where the size is
+    symbolic: the check must hold for every value of the symbolic sizes."""
+    return "" if is_constant(size) else " for some values of the symbolic sizes"
+
+
 def _check_table(op: str, shape: tuple[int, ...], batch_dims: int, what: str) -> None:
     if len(shape) != 2 + batch_dims:
         raise ValueError(f"{op_name(op)}: weight must be a {what}, got shape {tuple(shape)}")
@@ -366,11 +374,11 @@ def embedding(ids: ArrayLike, weight: ArrayLike, *, padding_idx: int | None = No
     _check_table("embedding", np.shape(weight), 0, "[vocab, dim] table")
     if padding_idx is not None:
         vocab = np.shape(weight)[0]
-        padding_idx = int_param("embedding", "padding_idx", padding_idx)
-        if not -vocab <= padding_idx < vocab:
+        padding_idx = int(int_param("embedding", "padding_idx", padding_idx))
+        if not definitely_in(-vocab, padding_idx, vocab - 1):
             raise ValueError(f"{op_name('embedding')}: padding_idx={padding_idx} is out of "
-                             f"range for a table of {vocab} rows")
-        padding_idx = int(padding_idx) % vocab
+                             f"range for a table of {vocab} rows{_for_some(vocab)}")
+        padding_idx = padding_idx if padding_idx >= 0 else padding_idx + vocab
     return embedding_p.bind(ids, weight, padding_idx=padding_idx, batch_dims=0)
 
 
@@ -429,9 +437,10 @@ def c_embedding(weight: ArrayLike, ids: ArrayLike, *, start_index: int = 0,
     start_index = int_param("c_embedding", "start_index", start_index, lo=0)
     vocab_size = int_param("c_embedding", "vocab_size", vocab_size)
     rows = np.shape(weight)[0]
-    if vocab_size != -1 and not start_index + rows <= vocab_size:
+    if vocab_size != -1 and not definitely_le(start_index + rows, vocab_size):
         raise ValueError(f"{op_name('c_embedding')}: a shard of {rows} rows at start_index="
-                         f"{start_index} does not fit a vocabulary of vocab_size={vocab_size}")
+                         f"{start_index} does not fit a vocabulary of vocab_size={vocab_size}"
+                         f"{_for_some(rows)}")
     return c_embedding_p.bind(weight, ids, start_index=start_index, batch_dims=0)
 
 

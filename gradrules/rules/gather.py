@@ -22,12 +22,14 @@ import numpy as np
 from .._jax import (Array, BatchDim, BatchResult, Cotangent, MaybeUndefined, Primitive,
                     aval_of)
 from ..core.args import index_dtype
+from ..core.dims import Size, is_constant, max_dim
 from ..core.primitive import register_rules
 from ..core.registry import NOT_DIFFERENTIABLE, NOT_LINEAR, PRIMITIVES
 from ..primitives._compose import zeros
 from ..primitives.arithmetic import add, maximum, minimum, subtract
 from ..primitives.compare import eq, ge, lt, where
 from ..primitives.convert import convert_element_type
+from ..primitives.creation import arange_p
 from ..primitives.gather import (c_embedding_p, embedding_p, gather_p, index_select_p,
                                  one_hot_p, take_along_axis_p, take_p, take_transpose_p)
 from ..primitives.scatter import scatter_add_p
@@ -44,13 +46,26 @@ def widen(index: Any) -> Any:
     return index if wide == dtype else convert_element_type(index, dtype=wide)
 
 
-def effective_index(index: Any, n: int) -> Any:
+def size_value(d: Size, dtype: Any) -> Any:
+    """The size ``d`` as a 0-d array of ``dtype``: a numpy scalar where it
+    is an int; where it is symbolic (``jax.export``), the one entry of
+    ``arange(d, d + 1)``, which reads the size from the actual shapes when
+    the exported program runs (a size is not an array operand)."""
+    if is_constant(d):
+        return np.asarray(d, dtype)
+    return reshape_p.bind(arange_p.bind(start=d, stop=d + 1, step=1, dtype=np.dtype(dtype)),
+                          new_sizes=())
+
+
+def effective_index(index: Any, n: Size) -> Any:
     """The documented index rule written with catalog ops: negative indices
-    count from the end, then clip into [0, n - 1] (in ``index_dtype``)."""
+    count from the end, then clip into [0, n - 1] (in ``index_dtype``; n
+    may be symbolic)."""
     index = widen(index)
     dtype = aval_of(index).dtype
-    index = where(lt(index, np.zeros((), dtype)), add(index, np.asarray(n, dtype)), index)
-    return minimum(maximum(index, np.zeros((), dtype)), np.asarray(max(n - 1, 0), dtype))
+    zero = np.zeros((), dtype)
+    index = where(lt(index, zero), add(index, size_value(n, dtype)), index)
+    return minimum(maximum(index, zero), size_value(max_dim(n - 1, 0), dtype))
 
 
 def scatter_back(ct: Any, index: Any, shape: tuple[int, ...], axis: int,
@@ -138,7 +153,7 @@ def _embedding_transpose(ct: Cotangent, ids: Array, weight: MaybeUndefined, *,
     shape = tuple(aval_of(weight).shape)
     if padding_idx is not None:
         rows = effective_index(ids, shape[batch_dims])
-        ct = zero_rows(ct, eq(rows, np.asarray(padding_idx, aval_of(rows).dtype)))
+        ct = zero_rows(ct, eq(rows, size_value(padding_idx, aval_of(rows).dtype)))
     return [None, scatter_back(ct, ids, shape, batch_dims, batch_dims)]
 
 
@@ -156,7 +171,7 @@ def _c_embedding_transpose(ct: Cotangent, weight: MaybeUndefined, ids: Array, *,
     ids = widen(ids)
     dtype = aval_of(ids).dtype
     local = subtract(ids, np.asarray(start_index, dtype))
-    outside = where(lt(local, np.zeros((), dtype)), True, ge(local, np.asarray(n, dtype)))
+    outside = where(lt(local, np.zeros((), dtype)), True, ge(local, size_value(n, dtype)))
     return [scatter_back(zero_rows(ct, outside), local, shape, batch_dims, batch_dims), None]
 
 

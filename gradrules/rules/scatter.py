@@ -24,7 +24,7 @@ from .. import _jax
 from .._jax import (Array, BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined,
                     Primitive, Tangent, aval_of, is_undefined_primal, is_zero)
 from ..core.args import index_dtype
-from ..core.dims import Size
+from ..core.dims import Size, is_constant
 from ..core.primitive import register_rules
 from ..primitives._compose import full, zeros
 from ..primitives.arithmetic import add, divide, multiply, subtract
@@ -38,7 +38,7 @@ from ..primitives.scatter import (LINEAR_REDUCE, index_put_p, position_dtype, sc
 from ..primitives.shape import broadcast_in_dim_p, reshape_p
 from ..primitives.slicing import slice_p
 from ._common import add_tangents, linear_jvp, shifted_front_batch, to_front
-from .gather import effective_index
+from .gather import effective_index, size_value
 
 
 # ------------------------------------------------------------ scatter_add
@@ -69,13 +69,18 @@ register_rules(scatter_add_p, linear=("x", "src"), jvp=partial(linear_jvp, scatt
 
 
 # -------------------------------------------------- scatter (overwrite)
-def positions(shape: tuple[int, ...]) -> np.ndarray:
-    """Row-major position of every entry of an index of ``shape``."""
+def positions(shape: tuple[Size, ...]) -> Any:
+    """Row-major position of every entry of an index of ``shape``, in
+    ``position_dtype``: a numpy constant, or an ``iota`` where a size is
+    symbolic."""
     size = math.prod(shape)
-    return np.arange(size, dtype=position_dtype(size)).reshape(shape)
+    dtype = position_dtype(size)
+    if is_constant(size):
+        return np.arange(size, dtype=dtype).reshape(shape)
+    return reshape_p.bind(iota(dtype, size), new_sizes=tuple(shape))
 
 
-def surviving_writes(index_shape: tuple[int, ...], target_shape: tuple[int, ...],
+def surviving_writes(index_shape: tuple[Size, ...], target_shape: tuple[Size, ...],
                      write: Callable[[Any, Any], Any], read: Callable[[Any], Any]) -> Any:
     """True for the entries of an index of ``index_shape`` whose write
     survives an overwriting scatter (the last one of each group of
@@ -84,7 +89,7 @@ def surviving_writes(index_shape: tuple[int, ...], target_shape: tuple[int, ...]
     scatter, ``read(last)`` gathers the survivors back at the index, and an
     entry won where it reads its own position."""
     pos = positions(index_shape)
-    return eq(read(write(full(target_shape, -1, pos.dtype), pos)), pos)
+    return eq(read(write(full(target_shape, -1, aval_of(pos).dtype), pos)), pos)
 
 
 def _scatter_winners(index: Any, shape: tuple[int, ...], axis: int) -> Any:
@@ -197,9 +202,10 @@ register_rules(scatter_reduce_p, linear=("x", "src"), jvp=_scatter_reduce_jvp,
 
 
 # --------------------------------------------------------------- index_put
-def _flat_index(indices: Sequence[Any], shape: tuple[int, ...]) -> Any:
+def _flat_index(indices: Sequence[Any], shape: tuple[Size, ...]) -> Any:
     """Row-major position in ``shape`` of the (clipped) multi-index, in a
-    dtype that holds every position (at least ``position_dtype(prod(shape))``)."""
+    dtype that holds every position (at least ``position_dtype(prod(shape))``;
+    sizes may be symbolic)."""
     effs = [effective_index(index, n) for index, n in zip(indices, shape)]
     dtype = np.result_type(position_dtype(math.prod(shape)),
                            *(aval_of(e).dtype for e in effs))
@@ -207,7 +213,7 @@ def _flat_index(indices: Sequence[Any], shape: tuple[int, ...]) -> Any:
     for eff, n in zip(effs, shape):
         if aval_of(eff).dtype != dtype:
             eff = convert_element_type(eff, dtype=dtype)
-        flat = eff if flat is None else add(multiply(flat, np.asarray(n, dtype)), eff)
+        flat = eff if flat is None else add(multiply(flat, size_value(n, dtype)), eff)
     return flat
 
 
