@@ -21,11 +21,11 @@ from ..core.primitive import register_rules
 from ..primitives._compose import zeros
 from ..primitives.arithmetic import add, subtract
 from ..primitives.compare import where
+from ..primitives.gather import take_transpose_p
 from ..primitives.layout import (concatenate_p, flip_p, pad_p, repeat_p, roll_p, stack_p,
                                  tensor_fold_p, tensor_unfold_p, tile_p)
 from ..primitives.reduction import sum_p
-from ..primitives.scatter import scatter_add_p
-from ..primitives.shape import broadcast_in_dim_p, moveaxis, reshape_p
+from ..primitives.shape import moveaxis, reshape_p
 from ..primitives.slicing import select_p, slice_p, split_p
 from ._common import bdim_to_front, batch_size, linear_jvp, shifted_front_batch
 from ._fused import transpose_to
@@ -169,10 +169,10 @@ def _repeat_transpose(ct: Cotangent, x: MaybeUndefined, *, repeats: int | tuple[
     if isinstance(repeats, int):   # copies are adjacent: a reshape and a sum
         ct = reshape_p.bind(ct, new_sizes=shape[:axis + 1] + (repeats,) + shape[axis + 1:])
         return [sum_p.bind(ct, axes=(axis + 1,), keepdims=False)]
-    source = np.repeat(np.arange(shape[axis]), repeats)   # element each copy is of
-    index = broadcast_in_dim_p.bind(source, shape=aval_of(ct).shape, broadcast_dimensions=(axis,))
-    return [scatter_add_p.bind(zeros(shape, aval_of(ct).dtype), index, ct, axis=axis,
-                               in_range=False)]
+    # the element each copy is of, in [0, n): whole slices of ct added there
+    # (take_transpose: one index per slice, never broadcast to ct's shape)
+    source = np.repeat(np.arange(shape[axis], dtype=np.int32), repeats)
+    return [take_transpose_p.bind(ct, source, axis=axis, batch_dims=0, size=shape[axis])]
 
 
 register_rules(repeat_p, linear=("x",),

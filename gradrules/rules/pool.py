@@ -75,13 +75,16 @@ def _gather_window_argmax(t: Any, indices: Any, *, kernel_size: tuple[int, ...],
                           **window: Any) -> Any:
     """``t`` [..., H, W] at the flat indices (h * W + w) [..., oh, ow] (3-D:
     [..., D, H, W] at (d H + h) W + w): take_along_axis over the flattened
-    plane (volume), reshaped back. The window params only pick the indices."""
+    plane (volume), reshaped back. The window params only pick the indices.
+    Those are in ``[0, H W)`` by construction (``in_range``: neither the
+    gather nor its transpose wraps or clips them): the primitive starts
+    them at 0 and writes only positions inside the input, never padding."""
     shape, ishape = tuple(np.shape(t)), tuple(np.shape(indices))
     nd = len(kernel_size)
     lead = ishape[:len(ishape) - nd]
     flat_t = reshape_p.bind(t, new_sizes=lead + (math.prod(shape[len(shape) - nd:]),))
     flat_i = reshape_p.bind(indices, new_sizes=lead + (math.prod(ishape[len(lead):]),))
-    out = take_along_axis_p.bind(flat_t, flat_i, axis=len(lead), in_range=False)
+    out = take_along_axis_p.bind(flat_t, flat_i, axis=len(lead), in_range=True)
     return reshape_p.bind(out, new_sizes=ishape)
 
 

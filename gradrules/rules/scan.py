@@ -95,13 +95,17 @@ def running_argmax(x: Any, out: Any, axis: int, reverse: bool) -> Any:
 
 def _cummax_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], *, axis: int,
                 reverse: bool) -> JvpResult:
-    """t_out = take_along_axis(t, running_argmax): linear in t."""
+    """t_out = take_along_axis(t, running_argmax): linear in t. The index is
+    in ``[0, n)`` by construction (``in_range``: neither the gather nor its
+    transpose wraps or clips it): a running max of scan positions in
+    ``[0, n)``, 0 where x_k != out_k (a NaN too), and for ``reverse``
+    ``n - 1`` minus one."""
     (x,), (t,) = primals, tangents
     out = cummax_p.bind(x, axis=axis, reverse=reverse)
     if is_zero(t):
         return out, _jax.zero_tangent(out)
     index = running_argmax(x, out, axis, reverse)
-    return out, take_along_axis_p.bind(t, index, axis=axis, in_range=False)
+    return out, take_along_axis_p.bind(t, index, axis=axis, in_range=True)
 
 
 register_rules(cummax_p, jvp=_cummax_jvp, transpose=NOT_LINEAR,
