@@ -115,9 +115,10 @@ register_rules(s.bessel_i0e_p, **elementwise_rules(s.bessel_i0e_p, _bessel_i0e_d
 
 
 def _i1e_dx_taylor(n: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Taylor coefficients f_0 .. f_n of f(u) = exp(-u) (I1'(u) - I1(u)), the
-    derivative of i1e on u >= 0, split into the even (f_0, f_2, ...) and the
-    odd (f_1, f_3, ...) ones. Exact rationals, from I1(u) = sum_k
+    """Taylor coefficients of f'(u) = sum_m m f_m u**(m-1), m = 1 .. n, where
+    f(u) = sum_m f_m u**m = exp(-u) (I1'(u) - I1(u)) is the derivative of
+    i1e on u >= 0, split into the even powers of u (f_1, 3 f_3, ...) and
+    the odd ones (2 f_2, 4 f_4, ...). Exact rationals, from I1(u) = sum_k
     (u/2)**(2k+1) / (k! (k+1)!) and exp(-u) = sum_j (-u)**j / j!."""
     g = []                                    # I1'(u) - I1(u) = sum_m g_m u**m
     for m in range(n + 1):
@@ -126,45 +127,60 @@ def _i1e_dx_taylor(n: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
         g.append((2 * k + 1) * c if m % 2 == 0 else -c)
     f = [sum((Fraction((-1) ** (m - j), math.factorial(m - j)) * g[j] for j in range(m + 1)),
              Fraction(0)) for m in range(n + 1)]
-    return tuple(float(c) for c in f[0::2]), tuple(float(c) for c in f[1::2])
+    df = [m * f[m] for m in range(1, n + 1)]
+    return tuple(float(c) for c in df[0::2]), tuple(float(c) for c in df[1::2])
 
 
 # f_0 = 1/2, f_1 = -1, f_2 = 15/16: i1e'(0) = 1/2, i1e''(0+) = -1, i1e'''(0) = 15/8.
-# |f_m| <= 2**(m-1) / m!; 14 terms: for |x| <= eps**(1/8) (0.011 in float64, 0.14
-# in float32, 0.42 in float16, 0.54 in bfloat16) the first omitted term and its
-# first four derivatives are below eps / 1000.
-_I1E_DX_EVEN, _I1E_DX_ODD = _i1e_dx_taylor(13)
+# |f_m| <= 2**(m-1) / m!; f_1 .. f_13: for |x| <= eps**(1/8) (0.011 in float64,
+# 0.14 in float32, 0.42 in float16, 0.54 in bfloat16) the first omitted term of
+# i1e' and its first four derivatives are below eps / 1000.
+_I1E_DX2_EVEN, _I1E_DX2_ODD = _i1e_dx_taylor(13)
 
 
 def _bessel_i1e_dx(x: Any, out: Any) -> Any:
-    """i0e(x) - i1e(x) (sign(x) + 1/x) where |x| > t, its Taylor series below.
+    return s.bessel_i1e_slope(x)
 
-    The 1/x form cancels catastrophically near 0 in its own derivatives (the
-    k-th derivative of i1e it gives is off by about eps / |x|**(k-1)), so
-    where |x| <= t = eps**(1/8) the Taylor series of i1e'(x) = f(|x|) is used
-    (``_i1e_dx_taylor``), written as A(x**2) + |x| B(x**2) with A and B the
-    even and odd coefficients. Written so, the derivatives composed through
-    abs and sign (sign' = 0) are the true ones for x != 0, and at x == 0 the
-    mean of the two one-sided limits (i1e'' = 0, i1e''' = 15/8). Above t the
-    formula's third derivative is off by about eps**(3/4), its second by
+
+register_rules(s.bessel_i1e_p, **elementwise_rules(s.bessel_i1e_p, _bessel_i1e_dx))
+
+
+def _bessel_i1e_slope_dx(x: Any, out: Any) -> Any:
+    """i1e''(x) = (i1e(x) (1 - |x|) / x - i1e'(x) (1 + 2 |x|)) / x where
+    |x| > t, its Taylor series below (for x > 0 from i1e = exp(-x) I1 and
+    x**2 I1'' + x I1' = (x**2 + 1) I1; i1e'' is odd). Each of i1e and i1e'
+    appears once: written as (q - i1e') / x - sign(x) (q + 2 i1e'), q =
+    i1e / x, XLA kept i1e and q apart as loops of their own (4.75x the bytes
+    of jax.numpy's Hessian-vector product, 1.05x its FLOPs).
+
+    The formula cancels near 0 (i1e / x - i1e' ~ |x| / 2: the k-th
+    derivative of i1e it gives is off by about eps / |x|**(k-1)), so where
+    |x| <= t = eps**(1/8) the series of i1e''(x) = sign(x) f'(|x|) is used
+    (``_i1e_dx_taylor``), written as sign(x) C(x**2) + x D(x**2) with C and D
+    its even and odd coefficients. Written so, the derivatives composed
+    through sign (sign' = 0) are the true ones for x != 0, and at x == 0 the
+    mean of the two one-sided limits (i1e'' = 0, i1e''' = 15/8). Above t
+    the formula's third derivative is off by about eps**(3/4), its second by
     eps**(7/8).
 
     Double where: the formula's 1/x is evaluated at 1 where |x| <= t and the
     series at 0 where |x| > t, so neither branch nor any of its derivatives
-    is inf or NaN where it is not selected. i0e and sign are finite with all
-    their derivatives at 0, so they take x itself: their derivatives then
-    reuse i1e(x), the output, where i0e(safe x) needed an i1e of its own
-    (and a materialised safe x: 1.75x the bytes of jax.numpy's HVP)."""
+    is inf or NaN where it is not selected. In float32 for 16-bit input
+    (``in_acc_dtype``)."""
     dtype = aval_of(x).dtype
-    x, out = in_acc_dtype(s.bessel_i1e, x, out)       # float32 for 16-bit input
+    x, out = in_acc_dtype(s.bessel_i1e_slope, x, out)
     small, xs, safe = split_near_zero(x, eps_root(x, 8))
-    formula = subtract(s.bessel_i0e(x), add(multiply(sign(x), out), divide(out, safe)))
+    ax = abs(x)
+    formula = divide(subtract(divide(multiply(s.bessel_i1e(x), subtract(1.0, ax)), safe),
+                              multiply(out, add(multiply(ax, 2.0), 1.0))), safe)
     x2 = square(xs)
-    series = add(polynomial(x2, _I1E_DX_EVEN), multiply(abs(xs), polynomial(x2, _I1E_DX_ODD)))
+    series = add(multiply(sign(xs), polynomial(x2, _I1E_DX2_EVEN)),
+                 multiply(xs, polynomial(x2, _I1E_DX2_ODD)))
     return cast(where(small, series, formula), dtype)
 
 
-register_rules(s.bessel_i1e_p, **elementwise_rules(s.bessel_i1e_p, _bessel_i1e_dx))
+register_rules(s.bessel_i1e_slope_p,
+               **elementwise_rules(s.bessel_i1e_slope_p, _bessel_i1e_slope_dx))
 
 
 def _bessel_i0_dx(x: Any, out: Any) -> Any:

@@ -144,10 +144,24 @@ register_rules(u.cbrt_p, **elementwise_rules(u.cbrt_p, _cbrt_dx))
 
 
 def _reciprocal_dx(x: Any, out: Any) -> Any:
-    return u.neg(u.square(out))
+    return u.reciprocal_slope(x)
 
 
 register_rules(u.reciprocal_p, **elementwise_rules(u.reciprocal_p, _reciprocal_dx))
+
+
+def _reciprocal_slope_dx(x: Any, out: Any) -> Any:
+    """d/dx (-1 / x**2) = 2 r**3, r = 1 / x: no negation, so a
+    Hessian-vector product is a division and five products per element
+    (jnp.reciprocal's a division and six: 0.86x its FLOPs); r * r first, as
+    the lowering, so every order is finite wherever its value is in the
+    dtype."""
+    r = u.reciprocal(x)
+    return multiply(multiply(u.square(r), r), 2.0)
+
+
+register_rules(u.reciprocal_slope_p,
+               **elementwise_rules(u.reciprocal_slope_p, _reciprocal_slope_dx))
 
 
 def _square_dx(x: Any, out: Any) -> Any:
