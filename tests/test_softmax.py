@@ -178,3 +178,18 @@ def test_the_forward_is_one_pass_with_the_references_flops(op):
     assert ours.bytes_accessed <= 2.1 * x.nbytes
     assert ours.flops <= 1.01 * ref.flops
     assert ours.temp_bytes <= ref.temp_bytes
+
+
+def test_log_softmax_hvp_has_no_negation_per_element():
+    """log_softmax's backward is ``g + exp(logp) (-sum(g))``: the negation
+    is one per row, and its JVP (the HVP's last factor) takes no negate per
+    element (``g - exp(logp) sum(g)`` took one: 11 FLOPs per element where
+    jax.numpy's HVP takes 9, now 10; the one left is the forward's ``- log
+    s``, recomputed for the backward's ``exp(logp)`` where jax.numpy keeps
+    ``exp(x - max)``)."""
+    from _helpers import mode_costs
+    from gradrules.core.registry import get_op
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((4096, 128)), jnp.float32)
+    (ours, got), (ref, want) = mode_costs("hvp", (log_softmax, get_op("log_softmax").reference), x)
+    assert ours.flops <= 10 / 9 * ref.flops * 1.001
+    np.testing.assert_allclose(got[0], want[0], rtol=2e-5, atol=2e-5)

@@ -51,12 +51,12 @@ from ..pallas.softmax import BlockSizes
 from ._compose import cast
 from ._fused import log_softmax_rows, matching_meta, softmax_rows, upcast
 from ._sharding import row_labels, shard_map_bind
-from .arithmetic import multiply, subtract
+from .arithmetic import add, multiply, subtract
 from .compare import where as gr_where
 from .reduction import sum as gr_sum
 from .reduction import where_arg
 from .shape import moveaxis, reshape, transpose
-from .unary import exp
+from .unary import exp, neg
 
 Array = jax.Array
 ArrayLike = jax.typing.ArrayLike
@@ -220,10 +220,12 @@ def log_softmax_tangent(logp: Any, t: Any, *, axis: int) -> Any:
 
 def log_softmax_cotangent(logp: Any, g: Any, *, axis: int) -> Any:
     """``g - exp(logp) sum(g)`` along ``axis``: the transpose of the tangent
-    map, log_softmax's backward."""
+    map, log_softmax's backward. Written ``g + exp(logp) (-sum(g))`` (equal
+    to the last bit): the negation is one per row, and none per element in
+    its JVP (the HVP)."""
     dtype = aval_of(g).dtype
     lf, gf = cast(logp, acc_dtype(dtype)), cast(g, acc_dtype(dtype))
-    return cast(subtract(gf, multiply(exp(lf), gr_sum(gf, axis=axis, keepdims=True))), dtype)
+    return cast(add(gf, multiply(exp(lf), neg(gr_sum(gf, axis=axis, keepdims=True)))), dtype)
 
 
 log_softmax_p = _row_primitive("log_softmax", ("x",), _log_softmax_xla,
