@@ -17,8 +17,8 @@ from ..core.primitive import register_rules
 from ..primitives import special as s
 from ..primitives._compose import cast
 from ..primitives.arithmetic import add, divide, multiply, subtract
-from ..primitives.compare import gt, where
-from ..primitives.unary import abs, exp, neg, reciprocal, sign, square
+from ..primitives.compare import where
+from ..primitives.unary import abs, exp, neg, sign, square
 from ._common import elementwise_rules
 from .unary import eps_root, polynomial, split_near_zero
 
@@ -59,36 +59,23 @@ def _erfinv_dx(x: Any, out: Any) -> Any:
 register_rules(s.erfinv_p, **elementwise_rules(s.erfinv_p, _erfinv_dx))
 
 
-# erfcx'(x) ~ -1 / (sqrt(pi) x**2) sum_n (-1)**n (2n+1)!! / (2 x**2)**n for x -> inf
-# (the derivative of erfcx's asymptotic series), from x = t on with k terms, the
-# fewest whose first omitted term, (2k+1)!! / (2 t**2)**k of the sum, is below
-# the closed form's cancellation just under t (about 2 eps t**2 relative):
-# (t, k) = (12, 3) in float32 (where 16-bit input is computed; 4e-6 against
-# 2e-5) and (20, 7) in float64 (1e-14 against 9e-14). The coefficients carry
-# the factor -1 / sqrt(pi).
-_ERFCX_DX_SERIES = tuple((-1) ** (n + 1) * math.prod(range(1, 2 * n + 2, 2))
-                         / (2.0 ** n * math.sqrt(math.pi)) for n in range(7))
-_ERFCX_ASYMPTOTIC = {True: (20.0, 7), False: (12.0, 3)}     # by "float64?": (t, k)
-
-
 def _erfcx_dx(x: Any, out: Any) -> Any:
-    """2 x erfcx(x) - 2/sqrt(pi) for x <= t, and the asymptotic series
-    r**2 P(r**2), r = 1 / x, beyond t (``_ERFCX_ASYMPTOTIC``): the closed form
-    cancels as x grows (float32: 20x too large at x = 1e4, NaN at 3e38;
-    bfloat16: 0 at x = 20, the wrong sign at 88). In float32 for 16-bit
-    input, with erfcx recomputed there (its bfloat16 output would cancel at
-    x = 5 already). Double where: each branch at a safe x (the series at t,
-    the closed form at 0)."""
-    xa, e = in_acc_dtype(s.erfcx, x, out)
-    t, terms = _ERFCX_ASYMPTOTIC[np.dtype(aval_of(xa).dtype) == np.float64]
-    big = gt(xa, t)
-    closed = subtract(multiply(multiply(where(big, 0.0, xa), 2.0), e), _TWO_OVER_SQRT_PI)
-    r2 = square(reciprocal(where(big, xa, t)))
-    series = multiply(r2, polynomial(r2, _ERFCX_DX_SERIES[:terms]))
-    return cast(where(big, series, closed), aval_of(x).dtype)
+    return s.erfcx_derivative(x, 1)
 
 
 register_rules(s.erfcx_p, **elementwise_rules(s.erfcx_p, _erfcx_dx))
+
+
+def _erfcx_derivative_dx(x: Any, out: Any, *, n: int) -> Any:
+    """d/dx erfcx^(n) = erfcx^(n+1): the primitive of the next order, whose
+    lowering takes the asymptotic series where the recurrence cancels (a
+    rule written with the outputs, erfcx'' = 2 erfcx + 2 x erfcx', would
+    cancel there: about eps x**2 relative, 10% at x = 1e3 in float32)."""
+    return s.erfcx_derivative(x, n + 1)
+
+
+register_rules(s.erfcx_derivative_p,
+               **elementwise_rules(s.erfcx_derivative_p, _erfcx_derivative_dx))
 
 
 def _lgamma_dx(x: Any, out: Any) -> Any:
