@@ -122,36 +122,32 @@ def test_a_derivative_one_over_something_divides_the_tangent_once(name, ref):
     np.testing.assert_allclose(got[0], want[0], rtol=2e-6)
 
 
-@pytest.mark.parametrize("mode", ["grad", "hvp"])
-def test_sinc_derivatives_take_no_more_flops_than_jnp(mode):
-    """sinc' is a primitive of its own (``sinc_slope``): its lowering the
-    formula (cos(pi x) - sin(pi x) / (pi x)) / x above t and the series below,
-    with only the terms the dtype needs (5 in float32, where 9 took 1.9x
-    jax.numpy's FLOPs); its JVP the closed form sinc'' = -pi**2 sinc - 2
-    sinc' / x (differentiating sinc' 's formula and series took 1.38x the
-    FLOPs of jnp.sinc's Hessian-vector product). The gradient and the
-    Hessian-vector product take no more FLOPs and bytes than jnp.sinc's, and
-    their values match away from 0, where jnp's formula does not cancel."""
-    x = jnp.linspace(-3.0, 3.0, 64 * 64, dtype=jnp.float32).reshape(64, 64)
-    (ours, got), (ref, want) = mode_costs(mode, (u.sinc, jnp.sinc), x)
-    assert ours.flops <= ref.flops
-    assert ours.bytes_accessed <= ref.bytes_accessed
-    away = np.abs(np.asarray(x)) > 0.5
-    np.testing.assert_allclose(np.asarray(got[0])[away], np.asarray(want[0])[away], rtol=1e-5,
-                               atol=1e-6)
+@pytest.mark.parametrize("name, ref, mode, lo, hi, rtol, atol", [
+    ("sinc", jnp.sinc, "grad", -3.0, 3.0, 1e-5, 1e-6),
+    ("sinc", jnp.sinc, "hvp", -3.0, 3.0, 1e-5, 1e-6),
+    ("reciprocal", jnp.reciprocal, "hvp", 0.5, 4.0, 1e-6, 0.0)])
+def test_a_derivative_as_a_primitive_takes_no_more_flops_than_jnp(name, ref, mode, lo, hi,
+                                                                    rtol, atol):
+    """An op whose derivative is a primitive of its own takes no more FLOPs
+    and bytes than jax.numpy's in the gradient and the Hessian-vector
+    product, and the same values away from 0 (where jnp's sinc formula
+    cancels; all of reciprocal's x, from 0.5 on).
 
-
-def test_reciprocal_hessian_vector_product_takes_no_more_flops_than_jnp():
-    """reciprocal's derivative is a primitive of its own (``reciprocal_slope``,
-    -(r * r) with r = 1 / x) whose JVP is t 2 r**3, without a negation: as
-    -(r * r) in gradrules ops, the JVP held two negations that XLA kept
-    (1.14x the FLOPs of jnp.reciprocal's Hessian-vector product). The values
-    match jnp's."""
-    x = jnp.linspace(0.5, 4.0, 64 * 64, dtype=jnp.float32).reshape(64, 64)
-    (ours, got), (ref, want) = mode_costs("hvp", (u.reciprocal, jnp.reciprocal), x)
-    assert ours.flops <= ref.flops
-    assert ours.bytes_accessed <= ref.bytes_accessed
-    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    sinc' (``sinc_slope``): its lowering the formula (cos(pi x) - sin(pi x)
+    / (pi x)) / x above t and the series below, with only the terms the
+    dtype needs (5 in float32, where 9 took 1.9x jax.numpy's FLOPs); its JVP
+    the closed form sinc'' = -pi**2 sinc - 2 sinc' / x (differentiating
+    sinc' 's formula and series took 1.38x the FLOPs of jnp.sinc's HVP).
+    reciprocal' (``reciprocal_slope``, -(r * r) with r = 1 / x): its JVP t 2
+    r**3, without a negation (as -(r * r) in gradrules ops, the JVP held two
+    negations that XLA kept: 1.14x the FLOPs of jnp.reciprocal's HVP)."""
+    x = jnp.linspace(lo, hi, 64 * 64, dtype=jnp.float32).reshape(64, 64)
+    (ours, got), (want_costs, want) = mode_costs(mode, (getattr(u, name), ref), x)
+    assert ours.flops <= want_costs.flops
+    assert ours.bytes_accessed <= want_costs.bytes_accessed
+    away = np.abs(np.asarray(x)) >= 0.5
+    np.testing.assert_allclose(np.asarray(got[0])[away], np.asarray(want[0])[away], rtol=rtol,
+                               atol=atol)
 
 
 def test_reciprocal_derivatives_in_float32_over_its_range():

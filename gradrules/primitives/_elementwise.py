@@ -67,9 +67,14 @@ def elementwise_op(prim: Primitive, *, kind: str, doc: str, paddle_axis: bool = 
 def register_elementwise(fn: Callable[..., Array], prim: Primitive, reference: Callable[..., Any],
                          *, linear: tuple[tuple[str, ...], ...] = (),
                          nondiff: tuple[str, ...] = (), not_implemented: tuple[str, ...] = (),
-                         aliases: tuple[str, ...] = (), order: int = 2) -> OpDef:
+                         aliases: tuple[str, ...] = (), order: int = 2,
+                         internal: tuple[Primitive, ...] = ()) -> OpDef:
+    """The manifest entry of an elementwise op: its primitive and the
+    ``internal`` ones it is made of besides (its derivative as a primitive
+    of its own, e.g. ``sinc_slope``, which the checker then covers too)."""
     info = PRIMITIVES[prim]
-    return register_op(OpDef(name=fn.__name__, family=info.family, fn=fn, primitives=(prim,),
+    return register_op(OpDef(name=fn.__name__, family=info.family, fn=fn,
+                             primitives=(prim, *internal),
                              reference=reference, operands=info.operands, linear=linear,
                              nondiff=nondiff, not_implemented=not_implemented,
                              aliases=aliases, order=order))
@@ -81,15 +86,18 @@ def define_elementwise(name: str, impl: Callable[..., Any], doc: str, *, family:
                        paddle_axis: bool = False,
                        linear: tuple[tuple[str, ...], ...] = (),
                        nondiff: tuple[str, ...] = (), not_implemented: tuple[str, ...] = (),
-                       aliases: tuple[str, ...] = (), order: int = 2
+                       aliases: tuple[str, ...] = (), order: int = 2,
+                       internal: tuple[Primitive, ...] = ()
                        ) -> tuple[Primitive, Callable[..., Array]]:
     """A parameter-free elementwise op in one call: its primitive
     (``elementwise_primitive``), its public function (``elementwise_op``) and
     its manifest entry (``register_elementwise``, ``reference`` defaulting to
-    ``impl``). Returns ``(prim, fn)``."""
+    ``impl``, with the ``internal`` primitives its rules use). Returns
+    ``(prim, fn)``."""
     prim = elementwise_primitive(name, impl, family=family, operands=operands, kind=kind,
                                  out_dtype=out_dtype)
     fn = elementwise_op(prim, kind=kind, doc=doc, paddle_axis=paddle_axis)
     register_elementwise(fn, prim, reference or impl, linear=linear, nondiff=nondiff,
-                         not_implemented=not_implemented, aliases=aliases, order=order)
+                         not_implemented=not_implemented, aliases=aliases, order=order,
+                         internal=internal)
     return prim, fn

@@ -27,7 +27,7 @@ from ..core.meta import broadcast_shapes, elementwise_infer_meta, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from ..core.numerics import GELU_A, GELU_SATURATION, gelu_cdf, SQRT_2_OVER_PI
-from ._elementwise import (define_elementwise, elementwise_op, elementwise_primitive,
+from ._elementwise import (define_elementwise, elementwise_primitive,
                            register_elementwise)
 from .arithmetic import add, multiply, subtract
 from .compare import gt, where
@@ -45,15 +45,6 @@ _activation: Callable[..., tuple[Primitive, Callable[..., Array]]] = partial(def
 
 
 # ---------------------------------------------------- parameter-free ops
-sigmoid_p = elementwise_primitive("sigmoid", jax.nn.sigmoid, family=FAMILY)
-sigmoid = elementwise_op(sigmoid_p, kind="float", doc="""\
-1 / (1 + exp(-x)), without overflow for any x.
-
-d/dx = sigmoid(x) * sigmoid(-x) (= s (1 - s), written so it keeps its
-precision where s is close to 1), the second output of
-``sigmoid_and_slope``.""")
-
-
 def _sigmoid_and_slope_impl(x: Array) -> list[Array]:
     """From one ``e = exp(-|x|)``: ``r = 1 / (1 + e) = sigmoid(|x|)`` and ``b =
     e r = sigmoid(-|x|)``; sigmoid(x) is r for x >= 0 and b below, and
@@ -86,9 +77,12 @@ def sigmoid_and_slope(x: Any) -> tuple[Any, Any]:
     return s, slope
 
 
-register_op(OpDef(name="sigmoid", family=FAMILY, fn=sigmoid,
-                  primitives=(sigmoid_p, sigmoid_and_slope_p), reference=jax.nn.sigmoid,
-                  operands=("x",)))
+sigmoid_p, sigmoid = _activation("sigmoid", jax.nn.sigmoid, """\
+1 / (1 + exp(-x)), without overflow for any x.
+
+d/dx = sigmoid(x) * sigmoid(-x) (= s (1 - s), written so it keeps its
+precision where s is close to 1), the second output of
+``sigmoid_and_slope``.""", reference=jax.nn.sigmoid, internal=(sigmoid_and_slope_p,))
 
 log_sigmoid_p, log_sigmoid = _activation("log_sigmoid", jax.nn.log_sigmoid, """\
 log(sigmoid(x)) = -softplus(-x), computed without overflow: about x for x << 0,

@@ -33,7 +33,7 @@ from .._jax import Primitive
 from . import _cephes
 from ..core.args import int_param
 from ..core.registry import OpDef, register_op
-from ._elementwise import define_elementwise, elementwise_op, elementwise_primitive
+from ._elementwise import define_elementwise, elementwise_primitive
 from ._fused import upcast
 from .convert import promote
 from .unary import horner
@@ -59,18 +59,6 @@ erfinv_p, erfinv = _special("erfinv", lax.erf_inv, """The inverse of erf on (-1,
 (+-inf at +-1).
 
 d/dx = sqrt(pi)/2 * exp(erfinv(x)**2), written with the output.""", reference=jsp.erfinv)
-erfcx_p = elementwise_primitive("erfcx", jsp.erfcx, family=FAMILY)
-erfcx = elementwise_op(erfcx_p, kind="float", doc="""\
-The scaled complementary error function exp(x**2) erfc(x), finite for large
-positive x where erfc underflows (it overflows to inf for x below about
--26.6 in float64).
-
-d/dx = 2 x erfcx(x) - 2/sqrt(pi), the primitive ``erfcx_derivative`` (order
-1), whose own derivative is the one of the next order: erfcx^(n+1) =
-2 x erfcx^(n) + 2 n erfcx^(n-1). That recurrence cancels as x grows
-(``jax.scipy.special.erfcx``'s derivative is 20x off at 1e4 in float32),
-so from a split on the lowering takes the asymptotic series of erfcx^(n)
-instead (``_erfcx_derivative_impl``).""")
 
 
 def erfcx_series(n: int, terms: int) -> tuple[float, ...]:
@@ -146,9 +134,17 @@ def erfcx_derivative(x: Any, n: int) -> Any:
     return erfcx_derivative_p.bind(x, n=n)
 
 
-register_op(OpDef(name="erfcx", family=FAMILY, fn=erfcx,
-                  primitives=(erfcx_p, erfcx_derivative_p), reference=jsp.erfcx,
-                  operands=("x",)))
+erfcx_p, erfcx = _special("erfcx", jsp.erfcx, """\
+The scaled complementary error function exp(x**2) erfc(x), finite for large
+positive x where erfc underflows (it overflows to inf for x below about
+-26.6 in float64).
+
+d/dx = 2 x erfcx(x) - 2/sqrt(pi), the primitive ``erfcx_derivative`` (order
+1), whose own derivative is the one of the next order: erfcx^(n+1) =
+2 x erfcx^(n) + 2 n erfcx^(n-1). That recurrence cancels as x grows
+(``jax.scipy.special.erfcx``'s derivative is 20x off at 1e4 in float32),
+so from a split on the lowering takes the asymptotic series of erfcx^(n)
+instead (``_erfcx_derivative_impl``).""", reference=jsp.erfcx, internal=(erfcx_derivative_p,))
 
 
 lgamma_p, lgamma = _special("lgamma", lax.lgamma, """log|Gamma(x)|.
@@ -162,17 +158,6 @@ bessel_i0e_p, bessel_i0e = _special("bessel_i0e", lax.bessel_i0e, """The exponen
 scaled modified Bessel function of order 0: exp(-|x|) I0(x).
 
 d/dx = bessel_i1e(x) - sign(x) * bessel_i0e(x) (0 at x == 0).""", reference=jsp.i0e)
-bessel_i1e_p = elementwise_primitive("bessel_i1e", lax.bessel_i1e, family=FAMILY)
-bessel_i1e = elementwise_op(bessel_i1e_p, kind="float", doc="""\
-The exponentially scaled modified Bessel function of order 1: exp(-|x|) I1(x).
-
-d/dx = bessel_i0e(x) - bessel_i1e(x) * (sign(x) + 1/x) (1/2 at x == 0), the
-primitive ``bessel_i1e_slope``, whose own derivative is the closed form
-i1e''(x) = (i1e(x) (1 - |x|) / x - i1e'(x) (1 + 2 |x|)) / x for |x| >
-eps**(1/8) of the dtype, and its Taylor series sign(x) C(x**2) + x D(x**2)
-below, where the formula cancels (exact at every order; at 0 the mean of
-the one-sided limits); a double where keeps NaN and inf out of both
-branches (``gradrules/rules/special.py``).""")
 
 
 def _bessel_i1e_slope_impl(x: Array) -> Array:
@@ -202,9 +187,17 @@ def bessel_i1e_slope(x: Any) -> Any:
     return bessel_i1e_slope_p.bind(x)
 
 
-register_op(OpDef(name="bessel_i1e", family=FAMILY, fn=bessel_i1e,
-                  primitives=(bessel_i1e_p, bessel_i1e_slope_p), reference=jsp.i1e,
-                  operands=("x",)))
+bessel_i1e_p, bessel_i1e = _special("bessel_i1e", lax.bessel_i1e, """\
+The exponentially scaled modified Bessel function of order 1: exp(-|x|) I1(x).
+
+d/dx = bessel_i0e(x) - bessel_i1e(x) * (sign(x) + 1/x) (1/2 at x == 0), the
+primitive ``bessel_i1e_slope``, whose own derivative is the closed form
+i1e''(x) = (i1e(x) (1 - |x|) / x - i1e'(x) (1 + 2 |x|)) / x for |x| >
+eps**(1/8) of the dtype, and its Taylor series sign(x) C(x**2) + x D(x**2)
+below, where the formula cancels (exact at every order; at 0 the mean of
+the one-sided limits); a double where keeps NaN and inf out of both
+branches (``gradrules/rules/special.py``).""", reference=jsp.i1e,
+                                    internal=(bessel_i1e_slope_p,))
 
 bessel_i0_p, bessel_i0 = _special("bessel_i0", jsp.i0, """The modified Bessel function of the
 first kind of order 0, I0(x) = sum_k (x**2/4)**k / k!**2 (exp(|x|) * bessel_i0e(x)).

@@ -22,8 +22,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._jax import Primitive
-from ..core.registry import OpDef, register_op
-from ._elementwise import define_elementwise, elementwise_op, elementwise_primitive
+from ._elementwise import define_elementwise, elementwise_primitive
 from ._fused import upcast
 
 Array = jax.Array
@@ -76,15 +75,6 @@ cbrt_p, cbrt = _unary("cbrt", jnp.cbrt, """The real cube root x**(1/3), negative
 d/dx = 1 / (3 cbrt(x)**2), written with the output; +inf at x == 0 (the
 tangent is vertical there), as jnp.cbrt's.""")
 
-reciprocal_p = elementwise_primitive("reciprocal", jnp.reciprocal, family=FAMILY)
-reciprocal = elementwise_op(reciprocal_p, kind="float", doc="""\
-1 / x.
-
-d/dx = -1 / x**2, the primitive ``reciprocal_slope``, whose own derivative
-is 2 / x**3 (``gradrules/rules/unary.py``): a Hessian-vector product is one
-division and products, no more than jnp.reciprocal's.""")
-
-
 def _reciprocal_slope_impl(x: Array) -> Array:
     """-(r * r), r = 1 / x: finite wherever -1 / x**2 is in the dtype, where
     -1 / (x * x) is -inf once x * x underflows (at |x| = 1e-19 in float32,
@@ -108,9 +98,12 @@ def reciprocal_slope(x: Any) -> Any:
     return reciprocal_slope_p.bind(x)
 
 
-register_op(OpDef(name="reciprocal", family=FAMILY, fn=reciprocal,
-                  primitives=(reciprocal_p, reciprocal_slope_p), reference=jnp.reciprocal,
-                  operands=("x",)))
+reciprocal_p, reciprocal = _unary("reciprocal", jnp.reciprocal, """\
+1 / x.
+
+d/dx = -1 / x**2, the primitive ``reciprocal_slope``, whose own derivative
+is 2 / x**3 (``gradrules/rules/unary.py``): a Hessian-vector product is one
+division and products, no more than jnp.reciprocal's.""", internal=(reciprocal_slope_p,))
 
 square_p, square = _unary("square", jnp.square, "x**2. d/dx = 2 x.", kind="numeric")
 sin_p, sin = _unary("sin", jnp.sin, "sin x. d/dx = cos x.")
@@ -134,17 +127,6 @@ def _sinc_impl(x: Array) -> Array:
     pi_x = x * jnp.pi
     return jnp.where(x == 0, 1, jnp.sin(pi_x) / pi_x)
 
-
-sinc_p = elementwise_primitive("sinc", _sinc_impl, family=FAMILY)
-sinc = elementwise_op(sinc_p, kind="float", doc="""\
-The normalised sinc sin(pi x) / (pi x), 1 at x == 0 (jnp.sinc).
-
-d/dx = sinc'(x) = (cos(pi x) - sinc(x)) / x, the primitive ``sinc_slope``
-(its Taylor series near 0), whose own derivative is the closed form
-sinc''(x) = -pi**2 sinc(x) - 2 sinc'(x) / x (``gradrules/rules/unary.py``):
-every order is finite and exact at and around x == 0 (sinc'(0) = 0,
-sinc''(0) = -pi**2/3), and a Hessian-vector product is sinc, a cos, a short
-polynomial and a few products.""")
 
 # sinc'(x) = x * sum_j c_j x**(2j), c_j = (-1)**(j+1) (2j+2) pi**(2j+2) / (2j+3)!
 # (from sinc(x) = sum_k (-1)**k (pi x)**(2k) / (2k+1)!).
@@ -208,5 +190,12 @@ def sinc_slope(x: Any) -> Any:
     return sinc_slope_p.bind(x)
 
 
-register_op(OpDef(name="sinc", family=FAMILY, fn=sinc, primitives=(sinc_p, sinc_slope_p),
-                  reference=jnp.sinc, operands=("x",)))
+sinc_p, sinc = _unary("sinc", _sinc_impl, """\
+The normalised sinc sin(pi x) / (pi x), 1 at x == 0 (jnp.sinc).
+
+d/dx = sinc'(x) = (cos(pi x) - sinc(x)) / x, the primitive ``sinc_slope``
+(its Taylor series near 0), whose own derivative is the closed form
+sinc''(x) = -pi**2 sinc(x) - 2 sinc'(x) / x (``gradrules/rules/unary.py``):
+every order is finite and exact at and around x == 0 (sinc'(0) = 0,
+sinc''(0) = -pi**2/3), and a Hessian-vector product is sinc, a cos, a short
+polynomial and a few products.""", reference=jnp.sinc, internal=(sinc_slope_p,))

@@ -28,13 +28,6 @@ from ..primitives.unary import neg
 from ._common import broadcast_like, elementwise_batch, elementwise_rules, instantiate
 
 
-def _sigmoid_dx(x: Any, out: Any) -> Any:
-    return a.sigmoid_and_slope(x)[1]                  # sigmoid(x) sigmoid(-x)
-
-
-register_rules(a.sigmoid_p, **elementwise_rules(a.sigmoid_p, _sigmoid_dx))
-
-
 def _sigmoid_and_slope_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
     """(s, s')' = (s', s' (1 - 2 s)) with s' = s (1 - s): polynomial in the
     outputs, so no order differentiates the |x| of the lowering."""
@@ -48,6 +41,13 @@ def _sigmoid_and_slope_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) 
 
 register_rules(a.sigmoid_and_slope_p, jvp=_sigmoid_and_slope_jvp, transpose=NOT_LINEAR,
                batch=elementwise_batch(a.sigmoid_and_slope_p))
+
+
+def _sigmoid_dx(x: Any, out: Any) -> Any:
+    return a.sigmoid_and_slope(x)[1]                  # sigmoid(x) sigmoid(-x)
+
+
+register_rules(a.sigmoid_p, **elementwise_rules(a.sigmoid_p, _sigmoid_dx))
 
 
 def _log_sigmoid_dx(x: Any, out: Any) -> Any:

@@ -59,13 +59,6 @@ def _erfinv_dx(x: Any, out: Any) -> Any:
 register_rules(s.erfinv_p, **elementwise_rules(s.erfinv_p, _erfinv_dx))
 
 
-def _erfcx_dx(x: Any, out: Any) -> Any:
-    return s.erfcx_derivative(x, 1)
-
-
-register_rules(s.erfcx_p, **elementwise_rules(s.erfcx_p, _erfcx_dx))
-
-
 def _erfcx_derivative_dx(x: Any, out: Any, *, n: int) -> Any:
     """d/dx erfcx^(n) = erfcx^(n+1): the primitive of the next order, whose
     lowering takes the asymptotic series where the recurrence cancels (a
@@ -76,6 +69,13 @@ def _erfcx_derivative_dx(x: Any, out: Any, *, n: int) -> Any:
 
 register_rules(s.erfcx_derivative_p,
                **elementwise_rules(s.erfcx_derivative_p, _erfcx_derivative_dx))
+
+
+def _erfcx_dx(x: Any, out: Any) -> Any:
+    return s.erfcx_derivative(x, 1)
+
+
+register_rules(s.erfcx_p, **elementwise_rules(s.erfcx_p, _erfcx_dx))
 
 
 def _lgamma_dx(x: Any, out: Any) -> Any:
@@ -125,13 +125,6 @@ def _i1e_dx_taylor(n: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
 _I1E_DX2_EVEN, _I1E_DX2_ODD = _i1e_dx_taylor(13)
 
 
-def _bessel_i1e_dx(x: Any, out: Any) -> Any:
-    return s.bessel_i1e_slope(x)
-
-
-register_rules(s.bessel_i1e_p, **elementwise_rules(s.bessel_i1e_p, _bessel_i1e_dx))
-
-
 def _bessel_i1e_slope_dx(x: Any, out: Any) -> Any:
     """i1e''(x) = (i1e(x) (1 - |x|) / x - i1e'(x) (1 + 2 |x|)) / x where
     |x| > t, its Taylor series below (for x > 0 from i1e = exp(-x) I1 and
@@ -168,6 +161,13 @@ def _bessel_i1e_slope_dx(x: Any, out: Any) -> Any:
 
 register_rules(s.bessel_i1e_slope_p,
                **elementwise_rules(s.bessel_i1e_slope_p, _bessel_i1e_slope_dx))
+
+
+def _bessel_i1e_dx(x: Any, out: Any) -> Any:
+    return s.bessel_i1e_slope(x)
+
+
+register_rules(s.bessel_i1e_p, **elementwise_rules(s.bessel_i1e_p, _bessel_i1e_dx))
 
 
 def _bessel_i0_dx(x: Any, out: Any) -> Any:

@@ -143,13 +143,6 @@ def _cbrt_dx(x: Any, out: Any) -> Any:
 register_rules(u.cbrt_p, **elementwise_rules(u.cbrt_p, _cbrt_dx))
 
 
-def _reciprocal_dx(x: Any, out: Any) -> Any:
-    return u.reciprocal_slope(x)
-
-
-register_rules(u.reciprocal_p, **elementwise_rules(u.reciprocal_p, _reciprocal_dx))
-
-
 def _reciprocal_slope_dx(x: Any, out: Any) -> Any:
     """d/dx (-1 / x**2) = 2 r**3, r = 1 / x: no negation, so a
     Hessian-vector product is a division and five products per element
@@ -162,6 +155,13 @@ def _reciprocal_slope_dx(x: Any, out: Any) -> Any:
 
 register_rules(u.reciprocal_slope_p,
                **elementwise_rules(u.reciprocal_slope_p, _reciprocal_slope_dx))
+
+
+def _reciprocal_dx(x: Any, out: Any) -> Any:
+    return u.reciprocal_slope(x)
+
+
+register_rules(u.reciprocal_p, **elementwise_rules(u.reciprocal_p, _reciprocal_dx))
 
 
 def _square_dx(x: Any, out: Any) -> Any:
@@ -255,13 +255,6 @@ def _atanh_dx(x: Any, out: Any) -> Any:
 register_rules(u.atanh_p, **elementwise_rules(u.atanh_p, _atanh_dx))
 
 
-def _sinc_dx(x: Any, out: Any) -> Any:
-    return u.sinc_slope(x)
-
-
-register_rules(u.sinc_p, **elementwise_rules(u.sinc_p, _sinc_dx))
-
-
 def _sinc_slope_dx(x: Any, out: Any) -> Any:
     """sinc''(x) = -pi**2 sinc(x) - 2 q(x), q = sinc'(x) / x (x sinc(x) =
     sin(pi x) / pi differentiated twice: 2 sinc' + x sinc'' = -pi**2 x sinc).
@@ -286,3 +279,10 @@ def _sinc_slope_dx(x: Any, out: Any) -> Any:
 
 
 register_rules(u.sinc_slope_p, **elementwise_rules(u.sinc_slope_p, _sinc_slope_dx))
+
+
+def _sinc_dx(x: Any, out: Any) -> Any:
+    return u.sinc_slope(x)
+
+
+register_rules(u.sinc_p, **elementwise_rules(u.sinc_p, _sinc_dx))
