@@ -65,6 +65,27 @@ def test_segment_sum_transposes_to_a_gather():
     np.testing.assert_allclose(back, jax.ops.segment_sum(g, IDS, num_segments=N))
 
 
+def test_segment_take_batches_over_a_symbolic_segment_count():
+    """vmap of segment_take (the gather of segment_sum's transpose) with
+    batched ids folds the batch into the segment axis, ids offset by the
+    segment count: exported with symbolic batch and segment sizes, its value
+    and gradient equal the direct computation at two sizes of each (id -1,
+    and 5 at n = 4, out of range: they read 0)."""
+    ids = np.array([[0], [2], [5], [-1]], np.int32)
+
+    def loss(x):                                   # x [b, n, 3]
+        bids = jnp.broadcast_to(ids, x.shape[:1] + ids.shape)
+        return jnp.sum(jax.vmap(sg.segment_take_p.bind)(x, bids) ** 2)
+
+    program = jax.jit(jax.value_and_grad(loss))
+    spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, n, 3"), np.float32)
+    exported = jax.export.export(program)(spec)
+    for b, n in [(2, 4), (3, 7)]:
+        x = rng.uniform(-1, 1, (b, n, 3)).astype(np.float32)
+        for got, want in zip(exported.call(x), program(x)):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_max_ties_share_the_gradient_like_the_max_reduction():
     data = np.array([1.0, 3.0, 3.0, 2.0, 3.0, 5.0])
     ids = np.array([0, 0, 0, 1, 1, 9])

@@ -22,6 +22,7 @@ import numpy as np
 from .. import _jax
 from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
                     Tangent, aval_of, is_zero)
+from ..core.dims import Size
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
 from ..primitives._compose import indicator, zeros
@@ -33,17 +34,19 @@ from ..primitives.segment import (segment_counts, segment_max_p, segment_mean_p,
                                   segment_sum_p, segment_take_p)
 from ..primitives.shape import moveaxis, reshape_p
 from ._common import batch_size, bdim_to_front, linear_jvp
+from .gather import size_value
 
 
 # batching ----------------------------------------------------------------------
-def _offset_ids(ids: Any, size: int, n: int) -> Any:
+def _offset_ids(ids: Any, size: Size, n: Size) -> Any:
     """Batched ids ``[size, k, 1]`` as ids ``[size * k, 1]`` into ``size * n``
     folded segments: id + b n for batch b; out-of-range ids become the
     dtype's largest value (past the ``size * n`` segments, so still dropped;
-    ``size`` may be symbolic)."""
+    ``size`` and ``n`` may be symbolic)."""
     dtype = aval_of(ids).dtype
-    valid = logical_and(ge(ids, 0), lt(ids, n))
-    offsets = reshape_p.bind(multiply(iota(dtype, size), np.asarray(n, dtype)),
+    n_value = size_value(n, dtype)
+    valid = logical_and(ge(ids, 0), lt(ids, n_value))
+    offsets = reshape_p.bind(multiply(iota(dtype, size), n_value),
                              new_sizes=(size, 1, 1))
     folded = where(valid, add(ids, offsets), np.asarray(np.iinfo(dtype).max, dtype))
     return reshape_p.bind(folded, new_sizes=(size * np.shape(ids)[1], 1))
@@ -80,7 +83,7 @@ def _segment_take_batch(args: Sequence[Any], dims: Sequence[BatchDim]) -> BatchR
         return segment_take_p.bind(moveaxis(x, dx, 1), ids), 1
     size = batch_size(args, dims)
     x = bdim_to_front(x, dx, size)
-    n = int(np.shape(x)[1])
+    n = np.shape(x)[1]
     out = segment_take_p.bind(_fold(x), _offset_ids(bdim_to_front(ids, di), size, n))
     return _unfold(out, size), 0
 
