@@ -55,11 +55,11 @@ def test_integer_scans() -> None:
 
 def test_blocked_scans_over_several_levels() -> None:
     """cumprod, cummax and linear_recurrence lower to ``blocked_scan``
-    (blocks of 4; cummax's compiled program has no reduce-window, where
-    lax.cummax's CPU lowering is one): along a middle axis of 70 (padded to
-    72, block totals of 18, 5 and 2), forward and reversed, inclusive and
-    exclusive, they match numpy's cumprod and maximum.accumulate, and the
-    recurrence taken step by step."""
+    (cummax's compiled program has no reduce-window, where lax.cummax's CPU
+    lowering is one): along a middle axis of 70 (14 blocks of 5, whose
+    totals are padded to 16: 4 blocks of 4) and of 9 (3 blocks of 3),
+    forward and reversed, inclusive and exclusive, they match numpy's
+    cumprod and maximum.accumulate, and the recurrence taken step by step."""
     rng = np.random.default_rng(2)
     x = rng.uniform(0.8, 1.25, (2, 70, 3)) * rng.choice([-1.0, 1.0], (2, 70, 3))
     b = rng.standard_normal((2, 70, 3))
@@ -68,6 +68,9 @@ def test_blocked_scans_over_several_levels() -> None:
                                   np.maximum.accumulate(x[:, ::-1], 1)[:, ::-1])
     assert "reduce-window" not in jax.jit(lambda v: sc.cummax(v, axis=1)).lower(x).compile(
     ).as_text()
+    np.testing.assert_array_equal(sc.cummax(x[:, :9], axis=1), np.maximum.accumulate(x[:, :9], 1))
+    np.testing.assert_allclose(sc.cumprod(x[:, :9], axis=1, reverse=True),
+                               np.cumprod(x[:, 8::-1], 1)[:, ::-1], rtol=1e-12)
     incl = np.cumprod(x, 1)
     np.testing.assert_allclose(sc.cumprod(x, axis=1), incl, rtol=1e-12)
     np.testing.assert_allclose(sc.cumprod(x[:, ::-1], axis=-2, reverse=True, exclusive=True),
