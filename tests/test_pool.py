@@ -213,6 +213,50 @@ def test_pooling_costs_what_one_reduce_window_costs() -> None:
         assert c.temp_bytes <= r.temp_bytes + 2**16
 
 
+@pytest.mark.parametrize("fn, shape, kw", [
+    (max_pool3d, (1, 4, 12, 12, 12), dict(kernel_size=2, stride=1, padding=1)),
+    (max_pool3d, (1, 4, 12, 12, 12), dict(kernel_size=3, stride=2, padding=1)),
+    (max_pool3d, (1, 4, 12, 12, 12), dict(kernel_size=(1, 2, 3), stride=(1, 2, 1))),
+    (max_pool2d, (2, 8, 28, 28), dict(kernel_size=2, stride=2)),
+])
+def test_max_pool_indices_read_x_in_place(fn, shape, kw) -> None:
+    """Values and indices together cost no more than the reference (a
+    reduce-window and an argmax over the gathered windows): the indices
+    compare strided slices of x itself, not of a padded copy, and the flat
+    positions are iota arithmetic, not constant tables (1.5-1.8x the bytes
+    and a temp buffer of x's size before)."""
+    from gradrules.core.registry import get_op
+
+    ref = get_op(fn.__name__).reference
+    x = jnp.asarray(RNG.standard_normal(shape), jnp.float32)
+    c = compiled_costs(lambda a: fn(a, **kw), x)
+    r = compiled_costs(lambda a: ref(a, **kw), x)
+    assert c.bytes_accessed <= 1.1 * r.bytes_accessed and c.flops <= r.flops
+    assert c.temp_bytes <= r.temp_bytes + 2**16
+
+
+@pytest.mark.parametrize("fill", [-np.inf, np.nan])
+def test_max_pool_indices_at_infinite_and_nan_windows(fill) -> None:
+    """Windows of -inf give the first position inside x (padding never wins,
+    as in torch; the reference's argmax over windows padded with -inf would
+    pick the padding, -1: it is given a finite tie instead), and windows
+    with a NaN the first NaN, as argmax takes it."""
+    from gradrules.core.registry import get_op
+
+    x = RNG.standard_normal((1, 2, 4, 5, 3))
+    x[0, 0] = -np.inf
+    x[0, 1, 1:3, 2:4, 1] = fill
+    for fn, a, kw in [(max_pool3d, x, dict(kernel_size=2, stride=1, padding=1)),
+                      (max_pool3d, x, dict(kernel_size=(3, 2, 2), stride=(2, 1, 2), padding=1)),
+                      (max_pool2d, x[:, :, 1], dict(kernel_size=3, stride=2, padding=1))]:
+        values, indices = fn(a, **kw)
+        ref = get_op(fn.__name__).reference
+        np.testing.assert_array_equal(values, ref(a, **kw)[0])
+        tied = np.where(np.isneginf(a), -1e30, a)
+        np.testing.assert_array_equal(indices, ref(tied, **kw)[1])
+        assert indices.min() >= 0
+
+
 def test_nearest_upsampling_is_a_broadcast() -> None:
     """upsample2d nearest by 2 does no arithmetic, and its gradient is a
     block sum: no more work than the reference's (jnp.repeat)."""

@@ -260,10 +260,14 @@ def _argmax_indices(x: Array, **params: Any) -> tuple[Array, Array]:
 
 def _max_pool_impl(x: Array, *, kernel_size: tuple[int, ...], stride: tuple[int, ...],
                    padding: tuple[int, ...]) -> list[Array]:
-    """The values as one ``reduce_window`` max; the indices from prod(kernel)
-    strided slices of x, each compared with the values: the first
-    (row-major) window position that holds the maximum (or a NaN), padding
-    excluded. Where only the values are used, XLA drops the index
+    """The values as one ``reduce_window`` max; the indices from one strided
+    slice of x per window position, compared with the values: the first
+    (row-major) window position that holds the maximum (or a NaN). Each
+    slice covers only the windows in which that position is inside x and is
+    padded to all the windows with NaN, which equals nothing, its NaN test
+    with False (padding never wins, and x is not copied); the flat index
+    ``(c_0 n_1 + c_1) n_2 + ...`` of the position is iota arithmetic, not a
+    constant table. Where only the values are used, XLA drops the index
     computation."""
     nd = len(kernel_size)
     lead = x.ndim - nd
@@ -272,30 +276,30 @@ def _max_pool_impl(x: Array, *, kernel_size: tuple[int, ...], stride: tuple[int,
                                (1,) * lead + stride, ((0, 0),) * lead + tuple(
                                    (p, p) for p in padding))
     out = values.shape[lead:]
-    hi = [max(0, (o - 1) * s + k - n - p)
-          for o, s, k, n, p in zip(out, stride, kernel_size, sizes, padding)]
-    xp = lax.pad(x, jnp.asarray(-jnp.inf, x.dtype),
-                 ((0, 0, 0),) * lead + tuple((p, h, 0) for p, h in zip(padding, hi)))
+    # the input coordinate of window o at offset 0, per spatial axis
+    base = [lax.broadcasted_iota(INDEX_DTYPE, out, d) * s - p
+            for d, (s, p) in enumerate(zip(stride, padding))]
     index = jnp.zeros(values.shape, INDEX_DTYPE)
     # the last write is the first hit
     for offset in reversed(list(itertools.product(*map(range, kernel_size)))):
-        coords = [np.arange(o) * s - p + i for o, s, p, i in zip(out, stride, padding, offset)]
-        valid = np.ones(out, bool)
-        flat = np.zeros(out, np.int64)
-        for d, (c, n) in enumerate(zip(coords, sizes)):
-            c = c.reshape([-1 if e == d else 1 for e in range(nd)])
-            valid = valid & (c >= 0) & (c < n)
-            flat = flat * n + c
-        if not valid.any():
+        # windows lo <= o < hi hold this position inside x: 0 <= o s - p + i < n
+        lo = [max(0, -(-(p - i) // s)) for s, p, i in zip(stride, padding, offset)]
+        hi = [min(o, (n - 1 + p - i) // s + 1)
+              for o, n, s, p, i in zip(out, sizes, stride, padding, offset)]
+        if any(h <= l for l, h in zip(lo, hi)):
             continue
-        part = lax.slice(xp, (0,) * lead + offset,
-                         tuple(xp.shape[:lead]) + tuple(i + (o - 1) * s + 1 for i, o, s in
-                                                        zip(offset, out, stride)),
+        start = [l * s - p + i for l, s, p, i in zip(lo, stride, padding, offset)]
+        part = lax.slice(x, (0,) * lead + tuple(start),
+                         tuple(x.shape[:lead]) + tuple(
+                             c + (h - l - 1) * s + 1 for c, l, h, s in zip(start, lo, hi, stride)),
                          (1,) * lead + stride)
-        hit = (part == values) | jnp.isnan(part)
-        if not valid.all():
-            hit = hit & valid
-        index = jnp.where(hit, flat.astype(INDEX_DTYPE), index)
+        widths = ((0, 0, 0),) * lead + tuple((l, o - h, 0) for l, h, o in zip(lo, hi, out))
+        hit = ((lax.pad(part, jnp.asarray(jnp.nan, x.dtype), widths) == values)
+               | lax.pad(jnp.isnan(part), False, widths))
+        flat: Any = 0
+        for c, n, i in zip(base, sizes, offset):
+            flat = flat * n + (c + i)
+        index = jnp.where(hit, flat, index)
     return [values, index]
 
 
