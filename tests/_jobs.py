@@ -53,8 +53,11 @@ def _wait(proc: subprocess.Popen, stem: Path, streams: tuple) -> None:
     code = proc.wait()
     for stream in streams:
         stream.close()
-    stem.with_suffix(".tmp").write_text(str(code))
-    stem.with_suffix(".tmp").rename(stem.with_suffix(".rc"))
+    try:
+        stem.with_suffix(".tmp").write_text(str(code))
+        stem.with_suffix(".tmp").rename(stem.with_suffix(".rc"))
+    except FileNotFoundError:   # ``stop`` killed the job and removed the folder
+        pass
 
 
 def start() -> None:

@@ -54,6 +54,24 @@ def test_narrow_start_indices_do_not_wrap_around(dtype, jit) -> None:
     np.testing.assert_array_equal(gu, [float(at)])
 
 
+def test_dynamic_slices_count_from_the_end_once() -> None:
+    """A negative start is counted from the end by lax alone, so the slice,
+    the update and their gradients compile to lax's own FLOPs (the starts
+    were normalised twice: 2x its index arithmetic)."""
+    from gradrules.bench import compiled_costs
+
+    x, u, s = jnp.asarray(X), jnp.ones((2, 2)), jnp.array([-2, 1])
+    pairs = [(lambda x, s: sl.dynamic_slice(x, s, slice_sizes=(2, 2)),
+              lambda x, s: jax.lax.dynamic_slice(x, list(s), (2, 2)), (x, s)),
+             (lambda x, u, s: sl.dynamic_update_slice(x, u, s),
+              lambda x, u, s: jax.lax.dynamic_update_slice(x, u, list(s)), (x, u, s))]
+    for ours, ref, args in pairs:
+        grads = [jax.grad(lambda *a, f=f: jnp.sum(jnp.sin(f(*a))), argnums=0) for f in (ours, ref)]
+        for f, r in ((ours, ref), tuple(grads)):
+            np.testing.assert_allclose(f(*args), r(*args), rtol=1e-6)
+            assert compiled_costs(f, *args).flops <= compiled_costs(r, *args).flops
+
+
 def test_vmap_of_dynamic_slice_with_batched_starts_binds_it_once() -> None:
     starts = np.array([[0, 1], [2, 0], [1, 2]])
     fn = jax.vmap(lambda s: sl.dynamic_slice(X, s, slice_sizes=(2, 2)))

@@ -209,9 +209,11 @@ def _dynamic_slice_infer_meta(x: Any, starts: Any, *, slice_sizes: tuple[Size, .
 
 
 def _starts_list(starts: Array, shape: Sequence[int]) -> list[Array]:
-    """One start per axis, negative ones counted from the end (lax clips)."""
+    """One start per axis, in the index dtype wide enough for ``start + n``:
+    lax counts a negative one from the end (``allow_negative_indices``), then
+    clips."""
     starts = wide_index(starts)
-    return [jnp.where(starts[i] < 0, starts[i] + n, starts[i]) for i, n in enumerate(shape)]
+    return [starts[i] for i in range(len(shape))]
 
 
 def _dynamic_slice_impl(x: Array, starts: Array, *, slice_sizes: tuple[Size, ...],
