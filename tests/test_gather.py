@@ -128,6 +128,10 @@ def test_c_embedding_ids_outside_the_shard_give_zero_rows_and_no_gradient() -> N
     np.testing.assert_array_equal(out[inside], shard[ids[inside] - 4])
     g, w = grad_of(lambda s: ga.c_embedding(s, ids, start_index=4), shard)
     np.testing.assert_array_equal(g, [w[1] + w[6], w[5], w[2]])
+    # the clipped local ids are gathered as they are: no second wrap or clip
+    ref = ga._reference_c_embedding
+    assert (compiled_costs(lambda s, i: ga.c_embedding(s, i, start_index=4), shard, ids).flops
+            <= compiled_costs(lambda s, i: ref(s, i, start_index=4), shard, ids).flops)
 
 
 def test_one_hot_rows_and_axis() -> None:

@@ -410,7 +410,7 @@ def _c_embedding_impl(weight: Array, ids: Array, *, start_index: int, batch_dims
             return jnp.zeros(ids.shape + weight.shape[1:], weight.dtype)
         local = wide_index(ids) - start_index
         inside = (local >= 0) & (local < n)
-        rows = jnp.take(weight, jnp.clip(local, 0, n - 1), axis=0)
+        rows = weight.at[jnp.clip(local, 0, n - 1)].get(**IN_RANGE)
         return jnp.where(inside[..., None], rows, jnp.zeros((), weight.dtype))
     return vmapped(lookup, batch_dims)(weight, ids)
 
