@@ -286,14 +286,14 @@ def _max_pool_impl(x: Array, *, kernel_size: tuple[int, ...], stride: tuple[int,
         lo = [max(0, -(-(p - i) // s)) for s, p, i in zip(stride, padding, offset)]
         hi = [min(o, (n - 1 + p - i) // s + 1)
               for o, n, s, p, i in zip(out, sizes, stride, padding, offset)]
-        if any(h <= l for l, h in zip(lo, hi)):
+        if any(b <= a for a, b in zip(lo, hi)):
             continue
-        start = [l * s - p + i for l, s, p, i in zip(lo, stride, padding, offset)]
+        start = [a * s - p + i for a, s, p, i in zip(lo, stride, padding, offset)]
         part = lax.slice(x, (0,) * lead + tuple(start),
                          tuple(x.shape[:lead]) + tuple(
-                             c + (h - l - 1) * s + 1 for c, l, h, s in zip(start, lo, hi, stride)),
+                             c + (b - a - 1) * s + 1 for c, a, b, s in zip(start, lo, hi, stride)),
                          (1,) * lead + stride)
-        widths = ((0, 0, 0),) * lead + tuple((l, o - h, 0) for l, h, o in zip(lo, hi, out))
+        widths = ((0, 0, 0),) * lead + tuple((a, o - b, 0) for a, b, o in zip(lo, hi, out))
         hit = ((lax.pad(part, jnp.asarray(jnp.nan, x.dtype), widths) == values)
                | lax.pad(jnp.isnan(part), False, widths))
         flat: Any = 0
