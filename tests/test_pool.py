@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from gradrules.bench import compiled_costs
+from gradrules.core.registry import get_op
 from gradrules.primitives._separable import Dilated, Repeat, Taps, Window
 from gradrules.primitives.pool import (adaptive_avg_pool2d, avg_pool2d, avg_pool3d, max_pool2d,
                                       max_pool3d)
@@ -90,7 +91,6 @@ def test_max_pool2d_is_one_primitive_whose_tangent_is_take_along_axis() -> None:
     # the tangent map is the catalog's take_along_axis (transpose: scatter_add);
     # no gather / scatter primitive of the pool family's own
     from gradrules import _jax
-    from gradrules.core.registry import get_op
     from gradrules.primitives.pool import max_pool2d_p
 
     assert get_op("max_pool2d").primitives == (max_pool2d_p,)
@@ -225,8 +225,6 @@ def test_max_pool_indices_read_x_in_place(fn, shape, kw) -> None:
     compare strided slices of x itself, not of a padded copy, and the flat
     positions are iota arithmetic, not constant tables (1.5-1.8x the bytes
     and a temp buffer of x's size before)."""
-    from gradrules.core.registry import get_op
-
     ref = get_op(fn.__name__).reference
     x = jnp.asarray(RNG.standard_normal(shape), jnp.float32)
     c = compiled_costs(lambda a: fn(a, **kw), x)
@@ -241,8 +239,6 @@ def test_max_pool_indices_at_infinite_and_nan_windows(fill) -> None:
     as in torch; the reference's argmax over windows padded with -inf would
     pick the padding, -1: it is given a finite tie instead), and windows
     with a NaN the first NaN, as argmax takes it."""
-    from gradrules.core.registry import get_op
-
     x = RNG.standard_normal((1, 2, 4, 5, 3))
     x[0, 0] = -np.inf
     x[0, 1, 1:3, 2:4, 1] = fill

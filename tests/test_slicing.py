@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from gradrules.bench import compiled_costs
 from gradrules.core.dims import python_slice, slice_count
 from gradrules.primitives import layout as lo
 from gradrules.primitives import reduction as red
@@ -58,8 +59,6 @@ def test_dynamic_slices_count_from_the_end_once() -> None:
     """A negative start is counted from the end by lax alone, so the slice,
     the update and their gradients compile to lax's own FLOPs (the starts
     were normalised twice: 2x its index arithmetic)."""
-    from gradrules.bench import compiled_costs
-
     x, u, s = jnp.asarray(X), jnp.ones((2, 2)), jnp.array([-2, 1])
     pairs = [(lambda x, s: sl.dynamic_slice(x, s, slice_sizes=(2, 2)),
               lambda x, s: jax.lax.dynamic_slice(x, list(s), (2, 2)), (x, s)),

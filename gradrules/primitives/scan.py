@@ -121,10 +121,10 @@ def blocked_scan(combine: Callable[[Elems, Elems], Elems], elems: Elems,
     the running combination takes k - 1 sequential steps; the exclusive scan
     of the block totals (recursively) gives what comes before each block,
     which each entry is combined with. An axis of at most SCAN_BLOCK entries
-    is one block. About two combines
-    per entry and log_4(n) passes over memory, where lax.associative_scan
-    takes two combines too but 2 log_2(n) strided passes, and lax.cumprod on
-    the CPU a reduce-window of 16 products per entry.
+    is one block. About two combines per entry and log_k(n) passes over
+    memory, where lax.associative_scan takes two combines too but 2 log_2(n)
+    strided passes, and lax.cumprod on the CPU a reduce-window of 16
+    products per entry.
     """
     if reverse:
         flipped = blocked_scan(combine, tuple(lax.rev(e, (axis,)) for e in elems), identity,
