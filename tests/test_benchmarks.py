@@ -4,12 +4,13 @@ measuring and table code runs end to end on the CPU at a tiny size."""
 
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 import jax.numpy as jnp
 import pytest
 
-from gradrules.bench import format_columns, time_interleaved
+from gradrules.bench import format_columns, interleaved_samples, time_interleaved
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_attention.py"
 DRY_ARGS = ["--dry-run", "--seq", "1024", "--head-dim", "64", "--memory-seq", "2048"]
@@ -108,6 +109,28 @@ def test_time_interleaved_and_format_columns():
     assert set(times) == {"a", "b"} and all(t > 0 for t in times.values())
     assert format_columns(("x", "long"), [("1", "2")]).splitlines() == [
         "x  long", "-  ----", "1  2"]
+
+
+def test_interleaved_samples_take_the_same_number_of_calls_from_each():
+    """A sample's final wait is spread over its calls, so both sides of a
+    ratio are sampled with the same number of calls: here a call of about
+    1 ms and one of microseconds, 4 repeats (after a warm-up call and three
+    timed ones each), several calls a sample."""
+    counts = {"fast": 0, "slow": 0}
+
+    def fast():
+        counts["fast"] += 1
+        return jnp.zeros(())
+
+    def slow():
+        counts["slow"] += 1
+        time.sleep(1e-3)
+        return jnp.zeros(())
+
+    samples = interleaved_samples({"fast": fast, "slow": slow}, repeats=4, min_sample_s=0.02)
+    assert counts["fast"] == counts["slow"] >= 4 + 4 * 2
+    assert len(samples["fast"]) == len(samples["slow"]) == 4
+    assert min(samples["slow"]) > 1e-3 > max(samples["fast"])
 
 
 # ------------------------------------------------------ gpu_memory_bound.py
