@@ -24,11 +24,12 @@ from jax.sharding import PartitionSpec
 from .. import _jax
 from .._jax import ShapedArray
 from ..core.args import int_param
-from ..core.dims import Size, definitely_le, is_constant, max_dim, min_dim
+from ..core.dims import Size, definitely_le, max_dim, min_dim
 from ..core.meta import check_dtype, normalize_axis, op_name
 from ..core.primitive import define_primitive
 from ..core.registry import OpDef, register_op
 from .convert import data_arg, promote
+from .gather import IN_RANGE
 from .layout import shaped_like
 from .reduction import widened_integers
 
@@ -43,12 +44,6 @@ def diagonal_length(rows: Size, cols: Size, offset: int) -> Size:
     ``max(0, min(rows + min(offset, 0), cols - max(offset, 0)))`` (rows and
     cols may be symbolic; offset is an int)."""
     return max_dim(0, min_dim(rows + min(offset, 0), cols - max(offset, 0)))
-
-
-def diagonal_positions(n: Size) -> np.ndarray | Array:
-    """The positions 0 .. n - 1 along a diagonal of n entries: constants for
-    an int n, an iota for a symbolic one (``jax.export``)."""
-    return np.arange(n) if is_constant(n) else lax.iota(np.int32, n)
 
 
 def diagonal_mask(rows: Size, cols: Size, offset: int) -> Array:
@@ -95,7 +90,9 @@ def _rest(shape: tuple[Size, ...], axis1: int, axis2: int) -> tuple[Size, ...]:
 
 def diagonal_impl(x: Array, *, offset: int, axis1: int, axis2: int) -> Array:
     """The diagonal gathered as ``jnp.diagonal`` does (axis1, axis2 moved
-    last, then ``x[..., i, i + offset]``): XLA partitions that gather over a
+    last, then ``x[..., i, i + offset]``), its positions an iota taken as in
+    range (no table of positions in memory, no wrap of negative ones; a
+    symbolic length too, ``jax.export``): XLA partitions that gather over a
     sharded matrix axis with no gather of x (the owners' entries summed into
     place). Where x's type shards a matrix axis (Explicit mesh axes), the
     result's sharding is given (the other axes', the diagonal's replicated),
@@ -105,9 +102,9 @@ def diagonal_impl(x: Array, *, offset: int, axis1: int, axis2: int) -> Array:
     out = (None if spec[axis1] is None and spec[axis2] is None
            else PartitionSpec(*_rest(spec, axis1, axis2), None))
     x = jnp.moveaxis(x, (axis1, axis2), (-2, -1))
-    i = diagonal_positions(diagonal_length(rows, cols, offset))
-    j = i + abs(offset)
-    return x.at[(..., i, j) if offset >= 0 else (..., j, i)].get(out_sharding=out)
+    i = lax.iota(np.int32, diagonal_length(rows, cols, offset))
+    j = i + np.int32(abs(offset))
+    return x.at[(..., i, j) if offset >= 0 else (..., j, i)].get(out_sharding=out, **IN_RANGE)
 
 
 # ------------------------------------------------------------ tril / triu
