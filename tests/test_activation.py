@@ -382,3 +382,18 @@ def test_derivatives_compile_to_one_exp_per_element(fn):
         hlo = jax.jit(f).lower(x).compile().as_text()
         assert hlo.count(" exponential(") == 1, hlo
         assert hlo.count(" fusion(") <= 1, hlo
+
+
+def test_sigmoid_gradient_costs_what_jax_nns_does():
+    """A gradient takes only sigmoid's slope, the primitive ``sigmoid_slope``
+    (``e / (1 + e)**2``, one division), not ``sigmoid_and_slope``'s ``e r r``
+    beside ``s``: no more FLOPs or bytes than jax.nn.sigmoid's ``s (1 - s)``,
+    the same values, and the slope at full precision far out (where
+    ``s (1 - s)`` is 0)."""
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((64, 96)) * 8, jnp.float32)
+    (ours, got), (ref, want) = mode_costs("grad", [a.sigmoid, jax.nn.sigmoid], x)
+    assert ours.flops <= ref.flops
+    assert ours.bytes_accessed <= ref.bytes_accessed
+    np.testing.assert_allclose(got[0], want[0], rtol=2e-6, atol=1e-7)
+    far = jax.grad(lambda v: jnp.sum(a.sigmoid(v)))(jnp.float32([-30.0, 30.0]))
+    np.testing.assert_allclose(far, [math.exp(-30.0)] * 2, rtol=1e-6)

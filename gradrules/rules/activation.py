@@ -43,8 +43,20 @@ register_rules(a.sigmoid_and_slope_p, jvp=_sigmoid_and_slope_jvp, transpose=NOT_
                batch=elementwise_batch(a.sigmoid_and_slope_p))
 
 
+def _sigmoid_slope_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
+    """sigmoid_slope(x)' = s' (1 - 2 s): the slope and its tangent from
+    ``_sigmoid_and_slope_jvp``, which computes s for the tangent anyway, so
+    the value is that slope (``e r r``), not a second one beside it."""
+    (_, slope), (_, t_slope) = _sigmoid_and_slope_jvp(primals, tangents)
+    return slope, t_slope
+
+
+register_rules(a.sigmoid_slope_p, jvp=_sigmoid_slope_jvp, transpose=NOT_LINEAR,
+               batch=elementwise_batch(a.sigmoid_slope_p))
+
+
 def _sigmoid_dx(x: Any, out: Any) -> Any:
-    return a.sigmoid_and_slope(x)[1]                  # sigmoid(x) sigmoid(-x)
+    return a.sigmoid_slope(x)                         # sigmoid(x) sigmoid(-x)
 
 
 register_rules(a.sigmoid_p, **elementwise_rules(a.sigmoid_p, _sigmoid_dx))
