@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from gradrules.primitives import activation as a
+from gradrules.primitives.gated import glu
 
 from _helpers import mode_costs
 
@@ -397,3 +398,42 @@ def test_sigmoid_gradient_costs_what_jax_nns_does():
     np.testing.assert_allclose(got[0], want[0], rtol=2e-6, atol=1e-7)
     far = jax.grad(lambda v: jnp.sum(a.sigmoid(v)))(jnp.float32([-30.0, 30.0]))
     np.testing.assert_allclose(far, [math.exp(-30.0)] * 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode, fn, ref", [
+    ("hvp", a.sigmoid, jax.nn.sigmoid),
+    ("grad", a.silu, jax.nn.silu),
+    ("hvp", lambda x: glu(x, axis=0), lambda x: jax.nn.glu(x, axis=0)),
+], ids=["sigmoid-hvp", "silu-grad", "glu-hvp"])
+def test_sigmoid_and_slope_costs_what_jax_nns_s_and_one_minus_s_do(mode, fn, ref):
+    """``sigmoid_and_slope`` takes s from jax.nn.sigmoid's own ``1 / (1 +
+    exp(-x))`` and s' as ``b s`` with ``b = e s`` (e capped), so the
+    derivatives that need both cost no more FLOPs or bytes than jax.nn's
+    ``s`` and ``s (1 - s)``, with the same values."""
+    x = jnp.asarray(np.random.default_rng(1).standard_normal((64, 96)) * 8, jnp.float32)
+    (ours, got), (theirs, want) = mode_costs(mode, [fn, ref], x)
+    assert ours.flops <= theirs.flops
+    assert ours.bytes_accessed <= theirs.bytes_accessed
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+
+
+def test_sigmoid_and_slope_keep_their_precision_far_out():
+    """s and s' = sigmoid(x) sigmoid(-x) to float32 precision wherever they
+    are normal numbers, on either side (no ``1 - s``: jax.nn's slope is 0
+    from x = 17), a true 0 where exp(-x) overflows (no inf * 0), and
+    computed in float32 for float16 input (whose exp(-x) overflows from
+    x = -11)."""
+    x = np.array([-86.0, -50.0, -30.0, -1.0, 0.0, 2.0, 30.0, 80.0])
+    s, slope = (np.asarray(v, np.float64) for v in jax.jit(a.sigmoid_and_slope)(
+        jnp.asarray(x, jnp.float32)))
+    e = np.exp(-np.abs(x))
+    np.testing.assert_allclose(s, sp.expit(x), rtol=2e-7)
+    np.testing.assert_allclose(slope, e / (1 + e) ** 2, rtol=2e-6)
+    for far in (-100.0, -np.inf, np.inf):
+        assert [float(v) for v in a.sigmoid_and_slope(jnp.float32(far))] == [
+            float(far > 0), 0.0]
+    s16, slope16 = a.sigmoid_and_slope(jnp.asarray([-12.0, 12.0], jnp.float16))
+    assert s16.dtype == slope16.dtype == jnp.float16
+    np.testing.assert_allclose(np.float64(s16), sp.expit([-12.0, 12.0]), rtol=1e-3)
+    e12 = math.exp(-12.0)
+    np.testing.assert_allclose(np.float64(slope16), [e12 / (1 + e12) ** 2] * 2, rtol=1e-3)
