@@ -88,9 +88,9 @@ def _sigmoid_slope_impl(x: Array) -> Array:
     """``e / (1 + e)**2`` with ``e = exp(-|x|)``: sigmoid(x) sigmoid(-x)
     with one division and no reciprocal kept, in [0, 1/4] (no overflow) and
     at full relative precision (no 1 - s): 5 FLOPs per element, jax.nn's
-    ``s (1 - s)``'s. (From ``exp(-x)``, shared with sigmoid(x), this takes
-    6 and a cap, ``sigmoid_and_slope``'s ``b s``; ``e / (1 + e)**2`` of that
-    e overflows from x = -44.) A lowering, never differentiated."""
+    ``s (1 - s)``'s. (``sigmoid_and_slope``'s ``b s``, from the ``exp(-x)``
+    it shares with sigmoid(x), takes 6 alone; ``e / (1 + e)**2`` of that e
+    overflows from x = -44.) A lowering, never differentiated."""
     e = jnp.exp(-jnp.abs(x))
     return e / jnp.square(1.0 + e)
 
@@ -103,11 +103,10 @@ def sigmoid_slope(x: Any) -> Any:
     as a primitive of its own (an internal one of the op sigmoid): a
     gradient takes only the slope, which this computes with the FLOPs of
     jax.nn.sigmoid's ``s (1 - s)``, where the slope of
-    ``sigmoid_and_slope`` (``e r r`` beside ``s``, ``r = 1 / (1 + e)``)
-    took 1.17x. Its JVP (``gradrules/rules/activation.py``) is the slope and
-    tangent ``s' (1 - 2 s) t`` of ``sigmoid_and_slope``, which computes s
-    for that tangent anyway, so higher orders are those of
-    sigmoid_and_slope."""
+    ``sigmoid_and_slope`` (``b s`` beside ``s``) takes 1.17x. Its JVP
+    (``gradrules/rules/activation.py``) is the slope and tangent ``s' (1 -
+    2 s) t`` of ``sigmoid_and_slope``, which computes s for that tangent
+    anyway, so higher orders are those of sigmoid_and_slope."""
     return sigmoid_slope_p.bind(x)
 
 

@@ -46,7 +46,7 @@ register_rules(a.sigmoid_and_slope_p, jvp=_sigmoid_and_slope_jvp, transpose=NOT_
 def _sigmoid_slope_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
     """sigmoid_slope(x)' = s' (1 - 2 s): the slope and its tangent from
     ``_sigmoid_and_slope_jvp``, which computes s for the tangent anyway, so
-    the value is that slope (``e r r``), not a second one beside it."""
+    the value is that slope (``b s``), not a second one beside it."""
     (_, slope), (_, t_slope) = _sigmoid_and_slope_jvp(primals, tangents)
     return slope, t_slope
 
