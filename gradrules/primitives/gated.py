@@ -38,7 +38,7 @@ from ..pallas.gated import BlockSizes
 from ._compose import cast
 from ._fused import matching_meta, upcast
 from ._sharding import row_labels, shard_map_bind
-from .activation import clamp, gelu, gelu_slope, sigmoid_and_slope, silu_slope
+from .activation import clamp, gelu, gelu_slope, sigmoid, sigmoid_and_slope, silu_slope
 from .arithmetic import add, multiply
 from .compare import le, where
 from .convert import promote
@@ -332,11 +332,9 @@ glu_p = define_primitive("glu", family=FAMILY, operands=("x",), params=("axis",)
 
 def glu_composition(x: Any, *, axis: int) -> Any:
     """``a * sigmoid(b)`` of the halves of ``axis``, in gradrules ops (split,
-    multiply, and sigmoid as ``sigmoid_and_slope``'s s, so that the
-    derivatives take s and s' from one ``exp(-b)``): the function glu's JVP
-    differentiates."""
+    sigmoid, multiply): the function glu's JVP differentiates."""
     a, b = split(x, indices_or_sections=2, axis=axis)
-    return multiply(a, sigmoid_and_slope(b)[0])
+    return multiply(a, sigmoid(b))
 
 
 def glu(x: ArrayLike, axis: int = -1) -> Array:
