@@ -175,10 +175,14 @@ def test_divide_grad_by_a_broadcast_divisor_keeps_no_buffer_of_the_output_size(m
 
 def test_divide_gradient_in_y_is_finite_where_x_over_y_squared_is():
     """-x / y**2 at x = y = 1e-20 in float32 is -1e20: the transpose sums
-    ct x before dividing by y twice and negating, so nothing on the way overflows
-    (jax.numpy's x * y**-2 gives -inf there)."""
+    ct x before scaling it by 1 / y twice and negating, so nothing on the way
+    overflows, jitted too (jax.numpy's x * y**-2 gives -inf there, and so
+    did a division by y twice under jit, which XLA rewrites into one
+    division by y * y)."""
     x = y = jnp.float32(1e-20)
-    np.testing.assert_allclose(jax.grad(gradrules.divide, 1)(x, y), -1e20, rtol=1e-6)
+    grad = jax.grad(gradrules.divide, 1)
+    for fn in (grad, jax.jit(grad)):
+        np.testing.assert_allclose(fn(x, y), -1e20, rtol=1e-6)
 
 
 def test_lerp_hessian_vector_product_does_no_more_work_than_jnp():

@@ -4,6 +4,7 @@ derivatives of every order exact at and around 0, where the closed form
 (cos(pi x) - sinc(x)) / x is 0/0 and cancels), and their bad input."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -118,6 +119,35 @@ def test_a_derivative_one_over_something_divides_the_tangent_once(name, ref):
     reciprocal and a product), and the same values."""
     x = jnp.linspace(0.1, 0.9, 4096, dtype=jnp.float32)
     (ours, got), (plain, want) = mode_costs("grad", (getattr(gradrules, name), ref), x)
+    assert ours.flops <= plain.flops
+    np.testing.assert_allclose(got[0], want[0], rtol=2e-6)
+
+
+def _divisions_of_other_than_one(hlo: str) -> list[str]:
+    """The divide instructions of an optimised HLO text whose numerator is
+    not the constant 1 (nor a broadcast of it)."""
+    defs = dict(re.findall(r"(%[\w.-]+) = \S+ (.*)", hlo))
+
+    def is_one(name: str) -> bool:
+        line = defs.get(name, "")
+        if line.startswith("broadcast("):
+            return is_one(re.match(r"broadcast\((%[\w.-]+)", line).group(1))
+        return line.startswith("constant(1)")
+    return [d for d in re.findall(r"divide\((%[\w.-]+), %[\w.-]+\)", hlo) if not is_one(d)]
+
+
+@pytest.mark.parametrize("name, ref", [("log", jnp.log), ("log2", jnp.log2), ("log10", jnp.log10),
+                                       ("log1p", jnp.log1p), ("atan", jnp.arctan)])
+def test_one_over_hvp_scales_by_a_reciprocal(name, ref):
+    """The HVP of an op whose derivative is ``OneOver(den)`` differentiates
+    a division by den in den: ``((-t r) r) ct`` with r = 1 / den, a
+    division of 1 and products, as jax.numpy's ``den**-2`` (XLA's CPU loops
+    ran ``a / b`` 1.7x slower than ``a * (1 / b)``: log's HVP took 1.3-1.7x
+    jax.numpy's time), with jax.numpy's FLOPs (log2's and log10's constant
+    a ``scale`` of ``OneOver``, not a factor of den: 1.17x) and values."""
+    x = jnp.linspace(0.1, 0.9, 4096, dtype=jnp.float32)
+    (ours, got), (plain, want) = mode_costs("hvp", (getattr(gradrules, name), ref), x)
+    assert _divisions_of_other_than_one(ours.compiled.as_text()) == []
     assert ours.flops <= plain.flops
     np.testing.assert_allclose(got[0], want[0], rtol=2e-6)
 

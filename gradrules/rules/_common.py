@@ -41,12 +41,18 @@ Partial = Callable[..., Any]
 
 @dataclass(frozen=True)
 class OneOver:
-    """A partial derivative ``1 / den``, as a named partial returns it (log's
-    ``OneOver(x)``): ``chain_rule`` divides the tangent by ``den``, one
-    division where ``t * (1 / den)`` takes a division and a product (and,
-    transposed, the cotangent is divided by den, as jax.numpy's rules do)."""
+    """A partial derivative ``scale / den``, as a named partial returns it
+    (log's ``OneOver(x)``, log2's ``OneOver(x, 1 / log(2))``): ``chain_rule``
+    divides the tangent by ``den``, one division where ``t * (1 / den)``
+    takes a division and a product (and, transposed, the cotangent is
+    divided by den, as jax.numpy's rules do), then multiplies by a constant
+    ``scale`` other than 1. A constant factor of the derivative goes in
+    ``scale``, not ``den``: a Hessian-vector product differentiates the
+    division by den, and a constant inside den costs it a product more
+    (log2's and log10's HVP took 1.17x jax.numpy's FLOPs)."""
 
     den: Any
+    scale: float = 1.0
 
 
 def instantiate(t: Tangent, like: Any) -> Any:
@@ -88,7 +94,11 @@ def chain_rule(prim: Primitive, *partials: Partial | None) -> Callable[..., Any]
             if d is None or is_zero(t):
                 continue
             part = d(*primals, out, **params)
-            term = divide(t, part.den) if isinstance(part, OneOver) else multiply(t, part)
+            if isinstance(part, OneOver):
+                term = divide(t, part.den)
+                term = term if part.scale == 1.0 else multiply(term, part.scale)
+            else:
+                term = multiply(t, part)
             t_out = add_tangents(t_out, term)
         if not is_zero(t_out):
             t_out = broadcast_like(t_out, np.shape(out))

@@ -97,14 +97,14 @@ register_rules(u.log_p, **elementwise_rules(u.log_p, _log_dx))
 
 
 def _log2_dx(x: Any, out: Any) -> Any:
-    return OneOver(multiply(x, math.log(2.0)))
+    return OneOver(x, 1.0 / math.log(2.0))
 
 
 register_rules(u.log2_p, **elementwise_rules(u.log2_p, _log2_dx))
 
 
 def _log10_dx(x: Any, out: Any) -> Any:
-    return OneOver(multiply(x, math.log(10.0)))
+    return OneOver(x, 1.0 / math.log(10.0))
 
 
 register_rules(u.log10_p, **elementwise_rules(u.log10_p, _log10_dx))
@@ -137,7 +137,7 @@ register_rules(u.rsqrt_p, **elementwise_rules(u.rsqrt_p, _rsqrt_dx))
 
 
 def _cbrt_dx(x: Any, out: Any) -> Any:
-    return OneOver(multiply(u.square(out), 3.0))     # +inf at x == 0, as jnp.cbrt's
+    return OneOver(u.square(out), 1.0 / 3.0)     # +inf at x == 0, as jnp.cbrt's
 
 
 register_rules(u.cbrt_p, **elementwise_rules(u.cbrt_p, _cbrt_dx))
