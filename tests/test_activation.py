@@ -386,8 +386,8 @@ def test_derivatives_compile_to_one_exp_per_element(fn):
 
 def test_sigmoid_gradient_costs_what_jax_nns_does():
     """A gradient takes only sigmoid's slope, the primitive ``sigmoid_slope``
-    (``e / (1 + e)**2``, one division), not ``sigmoid_and_slope``'s ``e r r``
-    beside ``s``: no more FLOPs or bytes than jax.nn.sigmoid's ``s (1 - s)``,
+    (``e / (1 + e)**2``, one division), not ``sigmoid_and_slope``'s ``b s``,
+    one FLOP more alone: no more FLOPs or bytes than jax.nn.sigmoid's ``s (1 - s)``,
     the same values, and the slope at full precision far out (where
     ``s (1 - s)`` is 0)."""
     x = jnp.asarray(np.random.default_rng(0).standard_normal((64, 96)) * 8, jnp.float32)

@@ -78,8 +78,9 @@ def sigmoid_and_slope(x: Any) -> tuple[Any, Any]:
     sigmoid(-x)``, both from one exp (the derivatives of sigmoid, silu and
     the tanh-form gelu: one exp per element where ``sigmoid(x)`` and
     ``sigmoid(-x)`` took two). Its JVP, ``(s' t, s' (1 - 2 s) t)``, is
-    polynomial in the two outputs, so every order is exact at x = 0 (no
-    |x| is differentiated) and finite at any x."""
+    polynomial in the two outputs, so no order differentiates the lowering
+    (its cap on exp(-x)): every order is exact at x = 0 and finite at any
+    x."""
     s, slope = sigmoid_and_slope_p.bind(x)
     return s, slope
 

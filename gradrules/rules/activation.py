@@ -30,7 +30,8 @@ from ._common import broadcast_like, elementwise_batch, elementwise_rules, insta
 
 def _sigmoid_and_slope_jvp(primals: Sequence[Any], tangents: Sequence[Tangent]) -> JvpResult:
     """(s, s')' = (s', s' (1 - 2 s)) with s' = s (1 - s): polynomial in the
-    outputs, so no order differentiates the |x| of the lowering."""
+    outputs, so no order differentiates a lowering (the cap on exp(-x) of
+    sigmoid_and_slope's, the |x| of sigmoid_slope's)."""
     (x,), (t,) = primals, tangents
     s, slope = a.sigmoid_and_slope(x)
     if is_zero(t):
