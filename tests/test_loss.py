@@ -120,6 +120,8 @@ def test_out_of_range_labels_are_an_error_eagerly_and_nan_under_jit() -> None:
     assert np.isnan(g[1]).all() and np.isfinite(g[0]).all()
     assert np.isnan(jax.jit(fused_linear_cross_entropy)(H, W, bad))
     assert np.isnan(jax.jit(nll_loss)(LOGITS, bad))
+    g = np.asarray(jax.jit(jax.grad(lambda x, l: nll_loss(x, l, reduction="sum")))(LOGITS, bad))
+    assert np.isnan(g[[1, 4]]).all() and np.isfinite(g[[0, 2, 3]]).all()
 
 
 def test_nll_loss_class_weights_and_their_gradient() -> None:
@@ -147,7 +149,10 @@ def test_nll_loss_reads_one_entry_per_token(mode) -> None:
     """The mean's total weight is a gather of one class weight per token and
     the gradient a scatter of one value per token: bytes and temp memory are
     jax.numpy's (a [tokens, classes] one-hot for the total weight read and
-    wrote 3x the bytes and held the one-hot in temp memory)."""
+    wrote 3x the bytes and held the one-hot in temp memory). The index
+    arithmetic per token is jax.numpy's too: the label clipped once and read
+    in range, bad labels masked in one pass (the forward took 1.22x its
+    FLOPs and the gradient 1.50x)."""
     from _helpers import mode_costs
     from gradrules.core.registry import get_op
     logp = jnp.asarray(rng.normal(size=(256, 4096)), jnp.float32)
@@ -157,6 +162,7 @@ def test_nll_loss_reads_one_entry_per_token(mode) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
     assert ours.bytes_accessed <= 1.02 * ref.bytes_accessed, (ours, ref)
     assert ours.temp_bytes <= ref.temp_bytes + 4096, (ours, ref)
+    assert ours.flops <= 1.1 * ref.flops, (ours, ref)
 
 
 # --------------------------------------------- fused_linear_cross_entropy

@@ -200,17 +200,24 @@ def rope_rotate(x1: Array, x2: Array, cos: Array, sin: Array) -> tuple[Array, Ar
     return x1 * cos - x2 * sin, x2 * cos + x1 * sin
 
 
+def outside(labels: Array, vocab: int) -> Array:
+    """Labels outside [0, vocab) (ignore_index may be among them)."""
+    return (labels < 0) | (labels >= vocab)
+
+
 def token_mask(labels: Array, vocab: int, ignore_index: int) -> tuple[Array, Array]:
     """Cross-entropy's (valid, bad) tokens: not ignored; not ignored and with
     a label outside [0, vocab)."""
     valid = labels != ignore_index
-    return valid, valid & ((labels < 0) | (labels >= vocab))
+    return valid, valid & outside(labels, vocab)
 
 
 def masked_tokens(v: Array, labels: Array, vocab: int, ignore_index: int) -> Array:
-    """``v`` on valid tokens, 0 on ignored ones, NaN where the label is bad."""
-    valid, bad = token_mask(labels, vocab, ignore_index)
-    return jnp.where(valid, jnp.where(bad, jnp.nan, v), 0).astype(v.dtype)
+    """``v`` on valid tokens, 0 on ignored ones, NaN where the label is bad
+    (``where(valid, ...)`` masks the ignored tokens first, so ``outside``
+    needs no ``valid &`` of its own)."""
+    return jnp.where(labels != ignore_index, jnp.where(outside(labels, vocab), jnp.nan, v),
+                     0).astype(v.dtype)
 
 
 def ce_token_value(lse: Array, other: Array, picked: Array, mean: Array | None, *,

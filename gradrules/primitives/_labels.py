@@ -82,9 +82,8 @@ def one_hot(labels: Any, classes: int, dtype: Any, ignore_index: int) -> Any:
 def mask_tokens(v: Any, labels: Any, classes: int, ignore_index: int) -> Any:
     """``v`` on valid tokens, 0 on ignored ones, NaN where the label is out of
     range (``_loss_xla.masked`` in gradrules ops)."""
-    valid = ne(labels, ignore_index)
-    bad = where(valid, where(lt(labels, 0), True, ge(labels, classes)), False)
-    return where(valid, where(bad, np.nan, v), 0.0)
+    outside = where(lt(labels, 0), True, ge(labels, classes))
+    return where(ne(labels, ignore_index), where(outside, np.nan, v), 0.0)
 
 
 def reduce_loss(op: str, loss: Any, labels: Any, ignore_index: int, reduction: str,

@@ -62,7 +62,8 @@ from ._fused import check_like
 from ._sharding import row_labels, shard_map_bind
 from .arithmetic import add, multiply, subtract
 from .convert import promote
-from .gather import take_along_axis
+from .activation import clip
+from .gather import take_along_axis, take_along_axis_p
 from .reduction import mean as gr_mean
 from .reduction import sum as gr_sum
 from .shape import broadcast_to, expand_dims, reshape, squeeze
@@ -462,14 +463,24 @@ def label_index(labels: Any) -> Any:
     return expand_dims(labels, axis=-1)
 
 
+def label_inside(index: Any, classes: int) -> Any:
+    """The label index clipped into ``[0, classes)``: gathered from and
+    scattered to with take_along_axis's and scatter_add's ``in_range`` (no
+    wrap of negatives, no clip of their own); the tokens whose label it
+    moved are ignored or NaN-masked (``mask_tokens``)."""
+    return clip(index, 0, classes - 1)
+
+
 def label_weight(index: Any, weight: Any, shape: tuple[int, ...], ignore_index: int) -> Any:
     """``weight[label]`` per token (``index [..., 1]``, ``weight`` broadcasting
     against ``shape [..., classes]``), 0 on ignored tokens, NaN where the
     label is out of range: a gather of one weight per token, never a
     ``[tokens, classes]`` one-hot. The scale of ``d nll / d logp`` at the
     label, and the mean reduction's total weight."""
-    picked = squeeze(take_along_axis(broadcast_to(weight, shape), index, axis=-1), axis=-1)
-    return mask_tokens(picked, squeeze(index, axis=-1), shape[-1], ignore_index)
+    picked = take_along_axis_p.bind(broadcast_to(weight, shape), label_inside(index, shape[-1]),
+                                    axis=len(shape) - 1, in_range=True)
+    return mask_tokens(squeeze(picked, axis=-1), squeeze(index, axis=-1), shape[-1],
+                       ignore_index)
 
 
 def _nll_impl(logp: Array, index: Array, weight: Array, *, ignore_index: int) -> Array:

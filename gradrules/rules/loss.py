@@ -58,10 +58,10 @@ from ..primitives.loss import (cross_entropy_cotangent, cross_entropy_jvp_p, cro
                                cross_entropy_tangent, cross_entropy_vjp_p,
                                fused_linear_cross_entropy_jvp_p, fused_linear_cross_entropy_p,
                                fused_linear_cross_entropy_vjp_jvp_p,
-                               fused_linear_cross_entropy_vjp_p, label_weight,
+                               fused_linear_cross_entropy_vjp_p, label_inside, label_weight,
                                nll_loss_p, softmax_cross_entropy_p)
 from ..primitives.reduction import sum as gr_sum
-from ..primitives.scatter import scatter_add
+from ..primitives.scatter import scatter_add_p
 from ..primitives.shape import broadcast_to, expand_dims, moveaxis, squeeze
 from ..primitives.softmax import log_softmax
 from ..primitives.unary import exp, neg
@@ -194,14 +194,16 @@ def _nll_loss_transpose(ct: Cotangent, logp: MaybeUndefined, index: MaybeUndefin
     """``-ct`` times the other operand, put on the label's entry (NaN rows for
     out-of-range labels, as the forward): for logp ``-ct weight[label]``
     (``label_weight``: one gathered weight per token, 0 on ignored tokens)
-    scatter-added at the forward's gather index (the reference's transpose),
+    scatter-added at the forward's gather index, the label clipped into
+    range (``label_inside``: the reference's transpose, with no wrap of its own),
     for the weight the one-hot rows summed over the tokens."""
     shape = aval_of(logp).shape
     if is_undefined_primal(logp):
         update = expand_dims(neg(multiply(ct, label_weight(index, weight, shape, ignore_index))),
                              axis=-1)
         zeros = broadcast_to(multiply(update, 0.0), shape)
-        return [scatter_add(zeros, index, update, axis=-1), None, None]
+        return [scatter_add_p.bind(zeros, label_inside(index, shape[-1]), update,
+                                   axis=len(shape) - 1, in_range=True), None, None]
     labels = squeeze(index, axis=-1)
     minus_ct = expand_dims(neg(mask_tokens(ct, labels, shape[-1], ignore_index)), axis=-1)
     hot = one_hot(labels, shape[-1], np.bool_, ignore_index)
