@@ -344,6 +344,13 @@ def _conv_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
     return x, _normal(rng, c, c, 3, 3) / (3 * c ** 0.5)
 
 
+def _grid_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """An image and a sampling grid of its size, reaching past its edges."""
+    x = _image_args(rng, quick)[0]
+    n, _, h, w = x.shape
+    return x, jnp.asarray(rng.uniform(-1.2, 1.2, (n, h, w, 2)), jnp.float32)
+
+
 def _rows_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
     t, d = _pick(quick, (8192, 1024), (64, 128))
     return _normal(rng, t, d), _normal(rng, d)
@@ -384,6 +391,8 @@ BENCH_CASES = (
     BenchCase("upsample2d nearest", "upsample2d", _small_image_args, (("scale_factor", 2),)),
     BenchCase("upsample2d bilinear", "upsample2d", _small_image_args,
               (("scale_factor", 2), ("method", "bilinear"))),
+    BenchCase("grid_sample", "grid_sample", _grid_args, (("padding_mode", "reflection"),),
+              diff=(0, 1)),
     BenchCase("softmax", "softmax", lambda rng, q: _rows_args(rng, q)[:1]),
     BenchCase("log_softmax", "log_softmax", lambda rng, q: _rows_args(rng, q)[:1]),
     BenchCase("rms_norm", "rms_norm", _rows_args, diff=(0, 1)),
@@ -534,11 +543,14 @@ CATALOG_ELEMENTS = 1 << 20
 def _grown(case: Any, quick: bool) -> tuple[Any, ...]:
     """A case's array leaves as jax arrays, tiled up to about
     ``CATALOG_ELEMENTS`` in their largest: every axis longer than 1 by the
-    same factor (size-1 axes keep broadcasting), else only the leading axes;
-    the sample's own size where neither gives the op and its reference the
-    same output shapes (shape params that fix a size). The factor halves
-    until no output exceeds 4 ``CATALOG_ELEMENTS`` (operands that broadcast
-    against each other into an outer product)."""
+    same factor (size-1 axes keep broadcasting); else the leading axis of
+    the operands where it is 1 (a batch of one: conv3d, patchify,
+    grid_sample, whose params fix every other size), by that factor to the
+    power of the axes it replaces; else only the leading axes longer than
+    1; the sample's own size where none grows an operand and gives the op
+    and its reference the same output shapes. The factor halves until no
+    output exceeds 4 ``CATALOG_ELEMENTS`` (operands that broadcast against
+    each other into an outer product)."""
     leaves = [np.asarray(x) for x in case.leaves]
     if not leaves:          # no array operand (arange, zeros): nothing to grow
         return ()
@@ -546,17 +558,21 @@ def _grown(case: Any, quick: bool) -> tuple[Any, ...]:
     axes = sum(d > 1 for d in big.shape)
     factor = int((CATALOG_ELEMENTS / big.size) ** (1 / axes)) if axes and not quick else 1
 
-    def reps(x: np.ndarray, lead_only: bool) -> list[int]:
-        return [factor if d > 1 and (i == 0 or not lead_only) else 1
+    def reps(x: np.ndarray, rule: str) -> list[int]:
+        if rule == "batch":
+            return [factor ** axes if i == 0 and d == 1 else 1 for i, d in enumerate(x.shape)]
+        return [factor if d > 1 and (i == 0 or rule == "every") else 1
                 for i, d in enumerate(x.shape)]
 
     def shapes(fn: Callable[..., Any], xs: list[Any]) -> Any:
         return [o.shape for o in jax.tree_util.tree_leaves(jax.eval_shape(fn, *xs))]
 
     while factor > 1:
-        for lead_only in (False, True):
+        for rule in ("every", "batch", "leading"):
+            if all(r == 1 for x in leaves for r in reps(x, rule)):
+                continue
             grown = [jax.ShapeDtypeStruct(
-                tuple(d * r for d, r in zip(x.shape, reps(x, lead_only))), jnp.asarray(x).dtype)
+                tuple(d * r for d, r in zip(x.shape, reps(x, rule))), jnp.asarray(x).dtype)
                 for x in leaves]
             try:
                 out = shapes(case.call, grown)
@@ -565,7 +581,7 @@ def _grown(case: Any, quick: bool) -> tuple[Any, ...]:
             except (TypeError, ValueError, IndexError):
                 continue
             if max((math.prod(o) for o in out), default=0) <= 4 * CATALOG_ELEMENTS:
-                return tuple(jnp.asarray(np.tile(x, reps(x, lead_only))) for x in leaves)
+                return tuple(jnp.asarray(np.tile(x, reps(x, rule))) for x in leaves)
         factor //= 2        # outputs far larger than the operands (outer broadcasts)
     return tuple(jnp.asarray(x) for x in leaves)
 

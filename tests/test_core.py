@@ -297,8 +297,9 @@ def test_bench_covers_the_catalog_and_writes_json(capsys) -> None:
 
 def test_catalog_cases_grow_the_sample_and_keep_fixed_shapes() -> None:
     """A catalog case tiles its largest sample up to about CATALOG_ELEMENTS
-    (axes of size 1 stay, so broadcasting holds); an op whose params fix a
-    shape (reshape) keeps its sample's size."""
+    (axes of size 1 stay, so broadcasting holds); an op whose params fix
+    every size but a batch of one (conv3d, patchify) grows that batch; an op
+    whose params fix a shape (reshape) keeps its sample's size."""
     from gradrules.bench import CATALOG_ELEMENTS, catalog_cases
     from gradrules.testing.samples import largest_sample
     cases = {c.name: c for c in catalog_cases()}
@@ -313,6 +314,10 @@ def test_catalog_cases_grow_the_sample_and_keep_fixed_shapes() -> None:
         assert [b == 1 for b in big.shape] == [s == 1 for s in small]
     reshape = cases["reshape"].make(rng, False)
     assert [a.shape for a in reshape] == arrays("reshape")
+    for name in ("conv3d", "patchify"):
+        grown, sample = [a.shape for a in cases[name].make(rng, False)], arrays(name)
+        assert sample[0][0] == 1 and grown[0][0] * np.prod(grown[0][1:]) >= CATALOG_ELEMENTS / 4
+        assert [g[1:] for g in grown] == [a[1:] for a in sample], (grown, sample)
 
 
 def test_a_bench_row_that_fails_is_reported_and_the_run_goes_on() -> None:
