@@ -544,8 +544,8 @@ def _grown(case: Any, quick: bool) -> tuple[Any, ...]:
     """A case's array leaves as jax arrays, tiled up to about
     ``CATALOG_ELEMENTS`` in their largest: every axis longer than 1 by the
     same factor (size-1 axes keep broadcasting); else the leading axis of
-    the operands where it is 1 (a batch of one: conv3d, patchify,
-    grid_sample, whose params fix every other size), by that factor to the
+    the operands where it is 1 (a batch of one: conv3d, patchify, fold,
+    whose params fix every other size), by that factor to the
     power of the axes it replaces; else only the leading axes longer than
     1; the sample's own size where none grows an operand and gives the op
     and its reference the same output shapes. The factor halves until no

@@ -60,9 +60,9 @@ from ._labels import (REDUCTIONS, check_labels, labels_arg, loss_params, mask_to
 from ._compose import cast
 from ._fused import check_like
 from ._sharding import row_labels, shard_map_bind
+from .activation import clip
 from .arithmetic import add, multiply, subtract
 from .convert import promote
-from .activation import clip
 from .gather import take_along_axis, take_along_axis_p
 from .reduction import mean as gr_mean
 from .reduction import sum as gr_sum
