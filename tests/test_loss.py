@@ -124,6 +124,26 @@ def test_out_of_range_labels_are_an_error_eagerly_and_nan_under_jit() -> None:
     assert np.isnan(g[[1, 4]]).all() and np.isfinite(g[[0, 2, 3]]).all()
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16"])
+def test_narrow_integer_labels_are_read_as_int32(dtype) -> None:
+    """Labels of a dtype that cannot hold the number of classes (300 classes,
+    int8 labels) give the losses and gradients of the same labels as int32,
+    under jit too: the label arithmetic compares them with 300 and clips
+    them to 299 in 32 bits (int8 labels compared all out of range, a NaN
+    loss, and nll_loss's clip overflowed)."""
+    x = rng.normal(size=(4, 300)).astype(np.float32)
+    h, w = rng.normal(size=(4, 8)).astype(np.float32), rng.normal(size=(8, 300)).astype(
+        np.float32)
+    labels = np.array([1, 120, 7, 5], dtype)
+    wide = labels.astype(np.int32)
+    for fn, args in [(cross_entropy, (x,)), (fused_linear_cross_entropy, (h, w)),
+                     (lambda a, l: nll_loss(jax.nn.log_softmax(a), l), (x,))]:
+        grad = jax.jit(jax.value_and_grad(lambda *a, f=fn: f(*a[:-1], a[-1])))
+        got, want = grad(*args, labels), grad(*args, wide)
+        assert np.isfinite(got[0])
+        _all_close(got, want, tol=1e-6)
+
+
 def test_nll_loss_class_weights_and_their_gradient() -> None:
     logp = jax.nn.log_softmax(LOGITS)
     weight = rng.uniform(0.5, 2.0, 7)

@@ -2,8 +2,9 @@
 family's and ``parallel``'s vocab-parallel one), in gradrules ops: labels
 checked eagerly (integer, of the tokens' shape, each in ``[0, classes)`` or
 ``ignore_index``), the params, a one-hot that leaves ignored tokens out, the
-per-token mask (0 for an ignored token, NaN for a bad label) and the
-reductions ``mean``, ``sum`` and ``none``.
+per-token mask (0 for an ignored token, NaN for a bad label), nll_loss's
+label index and per-token class weight, and the reductions ``mean``,
+``sum`` and ``none``.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ import jax.numpy as jnp
 from ..core.args import as_array, choice_param, int_param, number_param
 from ..core.kernels import implementation
 from ..core.meta import check_dtype, op_name
+from .activation import clip
 from .arithmetic import divide
 from .compare import eq, ge, lt, ne, where
 from .convert import convert_element_type
 from .gather import one_hot as catalog_one_hot
+from .gather import take_along_axis_p
 from .reduction import sum as gr_sum
+from .shape import broadcast_to, expand_dims, squeeze
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -48,12 +52,24 @@ def labels_arg(op: str, labels: Any, rows: tuple[int, ...], classes: int, ignore
     try:
         concrete = np.asarray(labels)
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        return labels
+        return _signed(labels)
     bad = (concrete != ignore_index) & ((concrete < 0) | (concrete >= classes))
     if bad.any():
         raise ValueError(f"{op_name(op)}: labels must lie in [0, {classes}) or equal "
                          f"ignore_index={ignore_index}; got {sorted(set(concrete[bad].tolist()))[:8]}")
-    return labels
+    return _signed(labels)
+
+
+def _signed(labels: Any) -> Any:
+    """Labels as a signed integer of at least 32 bits (int32; int64 as it
+    is): the label arithmetic compares them with ``classes`` and
+    ``ignore_index`` and clips them to ``classes - 1``, which int8, int16 or
+    unsigned labels may not hold (int8 labels of 300 classes all compared
+    out of range, a NaN loss, and nll_loss's clip overflowed)."""
+    dtype = np.dtype(jnp.result_type(labels))
+    if dtype.kind == "i" and dtype.itemsize >= 4:
+        return labels
+    return convert_element_type(labels, dtype=np.int64 if dtype.itemsize == 8 else np.int32)
 
 
 def loss_params(op: str, ignore_index: Any, label_smoothing: Any, z_loss: Any,
@@ -84,6 +100,33 @@ def mask_tokens(v: Any, labels: Any, classes: int, ignore_index: int) -> Any:
     range (``_loss_xla.masked`` in gradrules ops)."""
     outside = where(lt(labels, 0), True, ge(labels, classes))
     return where(ne(labels, ignore_index), where(outside, np.nan, v), 0.0)
+
+
+def label_index(labels: Any) -> Any:
+    """The labels ``[...]`` as the nll_loss primitive takes them: an index
+    along the class axis, ``[..., 1]``, one value shared by the forward's
+    gather and the transpose's scatter (so that XLA places the two alike)."""
+    return expand_dims(labels, axis=-1)
+
+
+def label_inside(index: Any, classes: int) -> Any:
+    """The label index clipped into ``[0, classes)``: gathered from and
+    scattered to with take_along_axis's and scatter_add's ``in_range`` (no
+    wrap of negatives, no clip of their own); the tokens whose label it
+    moved are ignored or NaN-masked (``mask_tokens``)."""
+    return clip(index, 0, classes - 1)
+
+
+def label_weight(index: Any, weight: Any, shape: tuple[int, ...], ignore_index: int) -> Any:
+    """``weight[label]`` per token (``index [..., 1]``, ``weight`` broadcasting
+    against ``shape [..., classes]``), 0 on ignored tokens, NaN where the
+    label is out of range: a gather of one weight per token, never a
+    ``[tokens, classes]`` one-hot. The scale of ``d nll / d logp`` at the
+    label, and the mean reduction's total weight."""
+    picked = take_along_axis_p.bind(broadcast_to(weight, shape), label_inside(index, shape[-1]),
+                                    axis=len(shape) - 1, in_range=True)
+    return mask_tokens(squeeze(picked, axis=-1), squeeze(index, axis=-1), shape[-1],
+                       ignore_index)
 
 
 def reduce_loss(op: str, loss: Any, labels: Any, ignore_index: int, reduction: str,

@@ -55,18 +55,17 @@ from ..core.registry import OpDef, register_op
 from ..pallas import loss as kernels
 from ..pallas.loss import BlockSizes
 from . import _loss_xla as xla
-from ._labels import (REDUCTIONS, check_labels, labels_arg, loss_params, mask_tokens, one_hot,
-                      reduce_loss)
+from ._labels import (REDUCTIONS, check_labels, label_index, label_weight, labels_arg,
+                      loss_params, mask_tokens, one_hot, reduce_loss)
 from ._compose import cast
 from ._fused import check_like
 from ._sharding import row_labels, shard_map_bind
-from .activation import clip
 from .arithmetic import add, multiply, subtract
 from .convert import promote
-from .gather import take_along_axis, take_along_axis_p
+from .gather import take_along_axis
 from .reduction import mean as gr_mean
 from .reduction import sum as gr_sum
-from .shape import broadcast_to, expand_dims, reshape, squeeze
+from .shape import expand_dims, reshape, squeeze
 from .unary import exp, neg
 
 Array = jax.Array
@@ -454,33 +453,6 @@ def _nll_meta(logp: Any, index: Any, weight: Any, *, ignore_index: int) -> Shape
         raise ValueError(f"{op_name(op)}: weight must have shape ({logp.shape[-1]},) (one "
                          f"weight per class), got {tuple(weight.shape)}")
     return ShapedArray(index.shape[:-1], logp.dtype)
-
-
-def label_index(labels: Any) -> Any:
-    """The labels ``[...]`` as the nll_loss primitive takes them: an index
-    along the class axis, ``[..., 1]``, one value shared by the forward's
-    gather and the transpose's scatter (so that XLA places the two alike)."""
-    return expand_dims(labels, axis=-1)
-
-
-def label_inside(index: Any, classes: int) -> Any:
-    """The label index clipped into ``[0, classes)``: gathered from and
-    scattered to with take_along_axis's and scatter_add's ``in_range`` (no
-    wrap of negatives, no clip of their own); the tokens whose label it
-    moved are ignored or NaN-masked (``mask_tokens``)."""
-    return clip(index, 0, classes - 1)
-
-
-def label_weight(index: Any, weight: Any, shape: tuple[int, ...], ignore_index: int) -> Any:
-    """``weight[label]`` per token (``index [..., 1]``, ``weight`` broadcasting
-    against ``shape [..., classes]``), 0 on ignored tokens, NaN where the
-    label is out of range: a gather of one weight per token, never a
-    ``[tokens, classes]`` one-hot. The scale of ``d nll / d logp`` at the
-    label, and the mean reduction's total weight."""
-    picked = take_along_axis_p.bind(broadcast_to(weight, shape), label_inside(index, shape[-1]),
-                                    axis=len(shape) - 1, in_range=True)
-    return mask_tokens(squeeze(picked, axis=-1), squeeze(index, axis=-1), shape[-1],
-                       ignore_index)
 
 
 def _nll_impl(logp: Array, index: Array, weight: Array, *, ignore_index: int) -> Array:

@@ -53,13 +53,13 @@ from ..primitives._compose import cast, unbroadcast
 from ..primitives.arithmetic import add, multiply, subtract
 from ..primitives.compare import le, where
 from ..primitives.linalg import matmul
-from ..primitives._labels import mask_tokens, one_hot
+from ..primitives._labels import label_inside, label_weight, mask_tokens, one_hot
 from ..primitives.loss import (cross_entropy_cotangent, cross_entropy_jvp_p, cross_entropy_p,
                                cross_entropy_tangent, cross_entropy_vjp_p,
                                fused_linear_cross_entropy_jvp_p, fused_linear_cross_entropy_p,
                                fused_linear_cross_entropy_vjp_jvp_p,
-                               fused_linear_cross_entropy_vjp_p, label_inside, label_weight,
-                               nll_loss_p, softmax_cross_entropy_p)
+                               fused_linear_cross_entropy_vjp_p, nll_loss_p,
+                               softmax_cross_entropy_p)
 from ..primitives.reduction import sum as gr_sum
 from ..primitives.scatter import scatter_add_p
 from ..primitives.shape import broadcast_to, expand_dims, moveaxis, squeeze
