@@ -3,7 +3,8 @@
 softmax_cross_entropy (optax's: labels are probabilities).
 
 The class axis is the last one. Labels are integers (a float label array is a
-TypeError); ``ignore_index`` marks tokens that count for nothing. A label
+TypeError; one narrower than 32 bits or unsigned is read as int32);
+``ignore_index`` marks tokens that count for nothing. A label
 outside ``[0, classes)`` that is not ``ignore_index`` is a ValueError when
 the labels are concrete (eager calls); under ``jit`` or ``vmap`` the labels
 cannot be inspected at trace time, and such a token's loss and gradient are
