@@ -63,7 +63,7 @@ from ._fused import check_like
 from ._sharding import row_labels, shard_map_bind
 from .arithmetic import add, multiply, subtract
 from .convert import promote
-from .gather import take_along_axis
+from .gather import IN_RANGE, take_along_axis
 from .reduction import mean as gr_mean
 from .reduction import sum as gr_sum
 from .shape import expand_dims, reshape, squeeze
@@ -460,12 +460,13 @@ def _nll_impl(logp: Array, index: Array, weight: Array, *, ignore_index: int) ->
     """One gather from logp and one from the weights (aligned to logp's rank,
     not broadcast to its shape: a gather of ``[classes]``, and logp's gather
     index is not shared, so XLA fuses it in), both at the clipped label: in
-    bounds, so with no range check of their own."""
+    bounds, so with no range check or wrap of their own (``IN_RANGE``; JAX
+    0.11's XLA left the weight gather's wrap of negatives in)."""
     classes = logp.shape[-1]
     idx = jnp.clip(index, 0, classes - 1)
-    picked = jnp.take_along_axis(logp, idx, -1, mode="promise_in_bounds")[..., 0]
+    picked = jnp.take_along_axis(logp, idx, -1, **IN_RANGE)[..., 0]
     aligned = jnp.reshape(weight, (1,) * (logp.ndim - weight.ndim) + weight.shape)
-    w = jnp.take_along_axis(aligned, idx, -1, mode="promise_in_bounds")[..., 0]
+    w = jnp.take_along_axis(aligned, idx, -1, **IN_RANGE)[..., 0]
     return xla.masked(-w * picked, index[..., 0], classes, ignore_index)
 
 
