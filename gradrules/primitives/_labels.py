@@ -16,9 +16,10 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ..core.args import as_array, choice_param, int_param, number_param
+from ..core.args import as_array, choice_param, index_dtype, int_param, number_param
 from ..core.kernels import implementation
 from ..core.meta import check_dtype, op_name
+from ..core.numerics import outside
 from .activation import clip
 from .arithmetic import divide
 from .compare import eq, ge, lt, ne, where
@@ -53,7 +54,7 @@ def labels_arg(op: str, labels: Any, rows: tuple[int, ...], classes: int, ignore
         concrete = np.asarray(labels)
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
         return _signed(labels)
-    bad = (concrete != ignore_index) & ((concrete < 0) | (concrete >= classes))
+    bad = (concrete != ignore_index) & outside(concrete, classes)
     if bad.any():
         raise ValueError(f"{op_name(op)}: labels must lie in [0, {classes}) or equal "
                          f"ignore_index={ignore_index}; got {sorted(set(concrete[bad].tolist()))[:8]}")
@@ -61,15 +62,17 @@ def labels_arg(op: str, labels: Any, rows: tuple[int, ...], classes: int, ignore
 
 
 def _signed(labels: Any) -> Any:
-    """Labels as a signed integer of at least 32 bits (int32; int64 as it
-    is): the label arithmetic compares them with ``classes`` and
-    ``ignore_index`` and clips them to ``classes - 1``, which int8, int16 or
-    unsigned labels may not hold (int8 labels of 300 classes all compared
-    out of range, a NaN loss, and nll_loss's clip overflowed)."""
-    dtype = np.dtype(jnp.result_type(labels))
-    if dtype.kind == "i" and dtype.itemsize >= 4:
-        return labels
-    return convert_element_type(labels, dtype=np.int64 if dtype.itemsize == 8 else np.int32)
+    """Labels in the dtype index arithmetic runs in (``index_dtype``: int32
+    for int8 and int16), and signed: the label arithmetic compares them with
+    ``classes`` and a negative ``ignore_index`` and clips them to ``classes -
+    1``, which int8, int16 or unsigned labels may not hold (int8 labels of
+    300 classes all compared out of range, a NaN loss, and nll_loss's clip
+    overflowed)."""
+    dtype = index_dtype(jnp.result_type(labels))
+    if dtype.kind == "u":
+        dtype = np.dtype(f"int{8 * dtype.itemsize}")
+    return labels if dtype == jnp.result_type(labels) else convert_element_type(labels,
+                                                                               dtype=dtype)
 
 
 def loss_params(op: str, ignore_index: Any, label_smoothing: Any, z_loss: Any,
