@@ -4,7 +4,10 @@ fused ops, activations, a reduction, sort, indexing, pooling, resampling,
 grid_sample and conv2d (elementwise on 4M elements, rows [8192, 1024],
 images [16, 64, 56, 56], tables 4096 x 1024, attention [2, 1024, 8, 64],
 cross-entropy [4096, 32000], fused linear cross-entropy [2048, 512] x
-[512, 32000]); ``--quick`` takes the tiny sizes.
+[512, 32000]), and the ops whose params fix their size, which the catalog's
+growing of samples cannot reach (shapes, creation, random draws, slices of
+a table, windows, 3-vectors); ``--quick`` takes the tiny sizes (but for
+creation and random draws, whose shape is a param).
 """
 
 from __future__ import annotations
@@ -106,6 +109,59 @@ def _flce_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
             jnp.asarray(rng.integers(0, v, t), jnp.int32))
 
 
+_ROWS = (4096, 1024)
+"""The size of the ops whose params fix their output (creation, random):
+the same with ``--quick``."""
+
+
+def _key_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """A raw uint32 key (the random family's)."""
+    return (jnp.asarray([0, 7], jnp.uint32),)
+
+
+def _vector_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """A row of ``_rows_args``'s width (broadcast to 4 times as many rows)."""
+    return _rows_args(rng, quick)[1:]
+
+
+def _rows_of(x: Any) -> tuple[int, int]:
+    """The shape [4 d, d] that ``_vector_args``'s row is broadcast to."""
+    (d,) = x.shape
+    return 4 * d, d
+
+
+def _slice_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """The table of ``_table_args``, a block of half its rows less one (every
+    other row of slice_scatter's, or dynamic_update_slice's) and a start."""
+    x = _table_args(rng, quick)[0]
+    n, d = x.shape
+    return x, _normal(rng, n // 2 - 1, d), jnp.asarray([n // 4, 0], jnp.int32)
+
+
+def _shard_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """A [4096, 1024] shard at the start of the table and 4096 ids, half of
+    them inside it (the others, negative or past it, in other shards)."""
+    x = _table_args(rng, quick)[0]
+    n = x.shape[0]
+    return x, jnp.asarray(rng.integers(-n // 2, 3 * n // 2, n), jnp.int32)
+
+
+def _windows_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """1024 (--quick: 8) rows of 511 windows of size 4 at step 2 (of 1024)."""
+    return (_normal(rng, 8 if quick else 1024, 511, 4),)
+
+
+def _matrices_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """1024 (--quick: 4) 32 x 32 matrices."""
+    return (_normal(rng, 4 if quick else 1024, 32, 32),)
+
+
+def _vectors_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """Two sets of 2**18 (--quick: 64) 3-vectors."""
+    (n,) = _pick(quick, (1 << 18,), (64,))
+    return _normal(rng, n, 3), _normal(rng, n, 3)
+
+
 BENCH_CASES = (
     BenchCase("tanh*exp(x/y)", "tanh_exp_ratio", _elementwise_args, diff=(0, 1)),
     BenchCase("sigmoid", "sigmoid", _unary_args),
@@ -138,7 +194,36 @@ BENCH_CASES = (
     BenchCase("nll_loss", "nll_loss", _ce_args),
     BenchCase("fused_linear_cross_entropy", "fused_linear_cross_entropy", _flce_args,
               diff=(0, 1)),
+    BenchCase("reshape", "reshape", lambda rng, q: _table_args(rng, q)[:1],
+              rebuild=lambda a: (a[0], (-1, 256))),
+    BenchCase("broadcast_to", "broadcast_to", _vector_args,
+              rebuild=lambda a: (a[0], _rows_of(a[0]))),
+    BenchCase("broadcast_in_dim", "broadcast_in_dim", _vector_args,
+              rebuild=lambda a: (a[0], _rows_of(a[0]), (1,))),
+    BenchCase("full", "full", _vector_args, rebuild=lambda a: (_rows_of(a[0]), a[0])),
+    BenchCase("zeros", "zeros", lambda rng, q: (), (("shape", _ROWS),), diff=()),
+    BenchCase("ones", "ones", lambda rng, q: (), (("shape", _ROWS),), diff=()),
+    BenchCase("arange", "arange", lambda rng, q: (),
+              (("start", 0), ("stop", _ROWS[0] * _ROWS[1]), ("dtype", jnp.float32)), diff=()),
+    BenchCase("uniform", "uniform", _key_args, (("shape", _ROWS),), diff=()),
+    BenchCase("normal", "normal", _key_args, (("shape", _ROWS),), diff=()),
+    BenchCase("exponential", "exponential", _key_args, (("shape", _ROWS),), diff=()),
+    BenchCase("dropout", "dropout", lambda rng, q: _key_args(rng, q) + _table_args(rng, q)[:1],
+              (("rate", 0.5),), diff=(1,)),
+    BenchCase("c_embedding", "c_embedding", _shard_args),
+    BenchCase("row_slice", "row_slice", _matrices_args,
+              (("rows", 32), ("cols", 32), ("row_index", 5))),
+    BenchCase("dynamic_slice", "dynamic_slice",
+              lambda rng, q: (_table_args(rng, q)[0], _slice_args(rng, q)[2]),
+              (("slice_sizes", (32, 32)),)),
+    BenchCase("dynamic_update_slice", "dynamic_update_slice", _slice_args, diff=(0, 1)),
+    BenchCase("slice_scatter", "slice_scatter", lambda rng, q: _slice_args(rng, q)[:2],
+              (("start", 1), ("step", 2), ("end", -1)), diff=(0, 1)),
+    BenchCase("tensor_fold", "tensor_fold", _windows_args,
+              (("axis", -1), ("size", 4), ("step", 2), ("length", 1024))),
+    BenchCase("cross", "cross", _vectors_args, diff=(0, 1)),
 )
-"""The ops ``gradrules bench`` measures, each in forward, grad and
-Hessian-vector-product mode: a small elementwise composition, activations,
-a reduction, sort, indexing, pooling and resampling, and the fused ops."""
+"""The ops ``gradrules bench`` measures at a size of their own, each in
+forward, grad and Hessian-vector-product mode: a small elementwise
+composition, activations, a reduction, sort, indexing, pooling and
+resampling, the fused ops, and the ops whose params fix their size."""
