@@ -162,6 +162,28 @@ def _vectors_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
     return _normal(rng, n, 3), _normal(rng, n, 3)
 
 
+def _volume_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """A [2, 16, 16, 32, 32] volume and a 3 x 3 x 3 kernel keeping its 16
+    channels."""
+    x = _normal(rng, *_pick(quick, (2, 16, 16, 32, 32), (1, 2, 4, 6, 6)))
+    c = x.shape[1]
+    return x, _normal(rng, c, c, 3, 3, 3) / (27 * c) ** 0.5
+
+
+_PATCHES = (("grid_h", 14), ("grid_w", 14), ("patch_size", 16), ("channels", 3))
+"""A ViT's 224 x 224 RGB images as 14 x 14 patches of 16 x 16."""
+
+
+def _patch_image_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """16 (--quick: 1) images of ``_PATCHES``."""
+    return (_normal(rng, 1 if quick else 16, 3, 224, 224),)
+
+
+def _patch_token_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """The tokens of ``_patch_image_args``'s images: [16, 196, 768]."""
+    return (_normal(rng, 1 if quick else 16, 196, 768),)
+
+
 BENCH_CASES = (
     BenchCase("tanh*exp(x/y)", "tanh_exp_ratio", _elementwise_args, diff=(0, 1)),
     BenchCase("sigmoid", "sigmoid", _unary_args),
@@ -222,6 +244,9 @@ BENCH_CASES = (
     BenchCase("tensor_fold", "tensor_fold", _windows_args,
               (("axis", -1), ("size", 4), ("step", 2), ("length", 1024))),
     BenchCase("cross", "cross", _vectors_args, diff=(0, 1)),
+    BenchCase("conv3d", "conv3d", _volume_args, (("padding", 1),), diff=(0, 1)),
+    BenchCase("patchify", "patchify", _patch_image_args, _PATCHES),
+    BenchCase("unpatchify", "unpatchify", _patch_token_args, _PATCHES),
 )
 """The ops ``gradrules bench`` measures at a size of their own, each in
 forward, grad and Hessian-vector-product mode: a small elementwise
