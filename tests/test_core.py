@@ -320,6 +320,21 @@ def test_catalog_cases_grow_the_sample_and_keep_fixed_shapes() -> None:
         assert [g[1:] for g in grown] == [a[1:] for a in sample], (grown, sample)
 
 
+def test_hand_sized_bench_cases_are_the_same_computation_on_both_sides() -> None:
+    """Every hand-sized case (``BENCH_CASES``, at its ``--quick`` size) gives
+    gradrules and its reference the same output shapes and dtypes, and the
+    arguments it differentiates are float arrays."""
+    from gradrules.bench import BENCH_CASES, _functions
+    rng = np.random.default_rng(0)
+    for case in BENCH_CASES:
+        ours, ref = _functions(case)
+        args = case.make(rng, True)
+        shapes = [jax.tree_util.tree_map(lambda o: (o.shape, o.dtype), jax.eval_shape(f, *args))
+                  for f in (ours, ref)]
+        assert shapes[0] == shapes[1], (case.name, shapes)
+        assert all(jnp.issubdtype(args[i].dtype, jnp.floating) for i in case.diff), case.name
+
+
 def test_a_bench_row_that_fails_is_reported_and_the_run_goes_on() -> None:
     from gradrules.bench import BenchCase, bench_rows, summary
     bad = BenchCase("bad add", "add", lambda rng, quick: (jnp.ones(3), jnp.ones(4)),
