@@ -86,6 +86,22 @@ def test_logaddexp_weight_guards_the_difference_with_one_isnan():
     assert np.isnan(dx).all() and np.isnan(dy).all()
 
 
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_maximum_gradient_splits_ties_with_two_selects(op):
+    """[x > y] + 0.5 [x == y] as two selects of constants: no more FLOPs or
+    bytes than jax.numpy's gradient on either JAX version (with the
+    indicator converted and added, 1.2x JAX 0.11.2's FLOPs), and ties, a
+    broadcast y among them, get half the cotangent on each side."""
+    x = jnp.round(jnp.linspace(-3.0, 3.0, 64 * 64, dtype=jnp.float32).reshape(64, 64))
+    y = jnp.round(jnp.linspace(2.0, -1.0, 64, dtype=jnp.float32))
+    fns = (getattr(gradrules, op), getattr(jnp, op))
+    (ours, got), (ref, want) = mode_costs("grad", fns, x, y, diff=(0, 1))
+    assert ours.flops <= ref.flops and ours.bytes_accessed <= ref.bytes_accessed
+    assert np.any(np.asarray(x) == np.asarray(y))       # ties, which jnp also splits
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
 # ------------------------------------------------------------------ hypot
 def test_hypot_matches_jnp_without_overflow():
     x = np.array([3.0, 1e300, 1e-300, 0.0, -5.0])

@@ -18,7 +18,7 @@ from .. import _jax
 from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
                     Tangent, is_undefined_primal, is_zero)
 from ..core.primitive import register_rules
-from ..primitives._compose import indicator, unbroadcast
+from ..primitives._compose import unbroadcast
 from ..primitives.activation import clamp, sigmoid
 from ..primitives.arithmetic import (add, add_p, atan2_p, bias_add_p, div_scale_p, divide,
                                      divide_p, fmod_p, hypot_p, lerp_p, logaddexp_p, maximum_p,
@@ -155,8 +155,11 @@ register_rules(pow_p, **elementwise_rules(pow_p, _pow_dx, _pow_dy))
 
 # maximum (and minimum) -------------------------------------------------------
 def _tie_split(win: Any, x: Any, y: Any) -> Any:
-    """[win] + 0.5 [x == y]: ties share the gradient evenly."""
-    return add(indicator(win, x), multiply(indicator(eq(x, y), x), 0.5))
+    """[win] + 0.5 [x == y]: ties share the gradient evenly. Two selects of
+    constants (jax.numpy's form), where the indicator's conversion and the
+    sum counted 1.2x the FLOPs of JAX 0.11.2's gradient."""
+    one, half, zero = (np.asarray(v, _jax.aval_of(x).dtype) for v in (1.0, 0.5, 0.0))
+    return where(win, one, where(eq(x, y), half, zero))
 
 
 def _gt_or_tie(x: Any, y: Any, out: Any) -> Any:
