@@ -6,7 +6,8 @@ images [16, 64, 56, 56], tables 4096 x 1024, attention [2, 1024, 8, 64],
 cross-entropy [4096, 32000], fused linear cross-entropy [2048, 512] x
 [512, 32000]), and the ops whose params fix their size, which the catalog's
 growing of samples cannot reach (shapes, creation, random draws, slices of
-a table, windows, 3-vectors); ``--quick`` takes the tiny sizes (but for
+a table, windows, 3-vectors), and the LAPACK solves and qr of one matrix
+(``_system_args``); ``--quick`` takes the tiny sizes (but for
 creation and random draws, whose shape is a param).
 """
 
@@ -174,6 +175,17 @@ _PATCHES = (("grid_h", 14), ("grid_w", 14), ("patch_size", 16), ("channels", 3))
 """A ViT's 224 x 224 RGB images as 14 x 14 patches of 16 x 16."""
 
 
+def _system_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
+    """One 1024 x 1024 (--quick: 8 x 8) matrix, ``2 I`` plus a normal one
+    over ``sqrt(n)`` (eigenvalues within about 1 of 2, so its triangles are
+    as well conditioned), and as many right-hand sides. One matrix, not a
+    stack: jaxlib 0.10.2's batched LAPACK kernels fan a stack out into XLA's
+    intra-op pool and wait for it, and two such calls in flight deadlock a
+    two-worker pool (README); a single matrix runs in its caller's thread."""
+    (n,) = _pick(quick, (1024,), (8,))
+    return _normal(rng, n, n) / n ** 0.5 + 2 * jnp.eye(n, dtype=jnp.float32), _normal(rng, n, n)
+
+
 def _patch_image_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
     """16 (--quick: 1) images of ``_PATCHES``."""
     return (_normal(rng, 1 if quick else 16, 3, 224, 224),)
@@ -244,10 +256,14 @@ BENCH_CASES = (
               (("axis", -1), ("size", 4), ("step", 2), ("length", 1024))),
     BenchCase("cross", "cross", _vectors_args, diff=(0, 1)),
     BenchCase("conv3d", "conv3d", _volume_args, (("padding", 1),), diff=(0, 1)),
+    BenchCase("triangular_solve", "triangular_solve", _system_args, diff=(0, 1)),
+    BenchCase("solve", "solve", _system_args, diff=(0, 1)),
+    BenchCase("qr", "qr", lambda rng, q: (_normal(rng, *_pick(q, (1024, 512), (8, 4))),)),
     BenchCase("patchify", "patchify", _patch_image_args, _PATCHES),
     BenchCase("unpatchify", "unpatchify", _patch_token_args, _PATCHES),
 )
 """The ops ``gradrules bench`` measures at a size of their own, each in
 forward, grad and Hessian-vector-product mode: a small elementwise
 composition, activations, a reduction, sort, indexing, pooling and
-resampling, the fused ops, and the ops whose params fix their size."""
+resampling, the fused ops, the ops whose params fix their size, and the
+LAPACK ops that a stack of matrices would deadlock on jaxlib 0.10.2."""
