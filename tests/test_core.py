@@ -335,6 +335,23 @@ def test_hand_sized_bench_cases_are_the_same_computation_on_both_sides() -> None
         assert all(jnp.issubdtype(args[i].dtype, jnp.floating) for i in case.diff), case.name
 
 
+def test_bench_runs_the_lapack_solves_on_one_matrix() -> None:
+    """The solve family (LU, Cholesky, triangular solves, QR) is benched on
+    one matrix, never a stack: jaxlib 0.10.2's batched LAPACK kernels fan a
+    stack out into XLA's intra-op pool and wait for it, and two such calls in
+    flight deadlock a two-worker pool (README), which hung the catalog run
+    on triangular_solve, solve and qr when their samples were grown."""
+    from gradrules.bench import all_cases
+    from gradrules.core.registry import OPS
+    rng = np.random.default_rng(0)
+    cases = [c for c in all_cases() if c.op in OPS and OPS[c.op].family == "solve"]
+    assert {"triangular_solve", "solve", "qr", "cholesky"} <= {c.op for c in cases}
+    for case in cases:
+        shapes = [np.shape(a) for a in case.make(rng, False)]
+        assert all(len(s) <= 2 for s in shapes) and max(map(len, shapes)) == 2, (case.name,
+                                                                                shapes)
+
+
 def test_a_bench_row_that_fails_is_reported_and_the_run_goes_on() -> None:
     from gradrules.bench import BenchCase, bench_rows, summary
     bad = BenchCase("bad add", "add", lambda rng, quick: (jnp.ones(3), jnp.ones(4)),
