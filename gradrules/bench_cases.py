@@ -177,11 +177,11 @@ _PATCHES = (("grid_h", 14), ("grid_w", 14), ("patch_size", 16), ("channels", 3))
 
 def _system_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
     """One 1024 x 1024 (--quick: 8 x 8) matrix, ``2 I`` plus a normal one
-    over ``sqrt(n)`` (eigenvalues within about 1 of 2, so its triangles are
-    as well conditioned), and as many right-hand sides. One matrix, not a
-    stack: jaxlib 0.10.2's batched LAPACK kernels fan a stack out into XLA's
-    intra-op pool and wait for it, and two such calls in flight deadlock a
-    two-worker pool (README); a single matrix runs in its caller's thread."""
+    over ``sqrt(n)`` (condition number 4.7, its triangles 2.7), and as many
+    right-hand sides. One matrix, not a stack: jaxlib 0.10.2's batched
+    LAPACK kernels fan a stack out into XLA's intra-op pool and wait for
+    it, and two such calls in flight deadlock a two-worker pool (README);
+    one matrix has no batch to fan out."""
     (n,) = _pick(quick, (1024,), (8,))
     return _normal(rng, n, n) / n ** 0.5 + 2 * jnp.eye(n, dtype=jnp.float32), _normal(rng, n, n)
 
