@@ -21,6 +21,8 @@ import numpy as np
 
 import jax.numpy as jnp
 
+from .testing.samples.solve import dominant
+
 
 @dataclass(frozen=True)
 class BenchCase:
@@ -176,14 +178,14 @@ _PATCHES = (("grid_h", 14), ("grid_w", 14), ("patch_size", 16), ("channels", 3))
 
 
 def _system_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
-    """One 1024 x 1024 (--quick: 8 x 8) matrix, ``2 I`` plus a normal one
-    over ``sqrt(n)`` (condition number 4.7, its triangles 2.7), and as many
-    right-hand sides. One matrix, not a stack: jaxlib 0.10.2's batched
-    LAPACK kernels fan a stack out into XLA's intra-op pool and wait for
-    it, and two such calls in flight deadlock a two-worker pool (README);
-    one matrix has no batch to fan out."""
+    """One 1024 x 1024 (--quick: 8 x 8) diagonally dominant matrix (the
+    solve family's samples' ``dominant``) and as many right-hand sides. One
+    matrix, not a stack: jaxlib 0.10.2's batched LAPACK kernels fan a stack
+    out into XLA's intra-op pool and wait for it, and two such calls in
+    flight deadlock a two-worker pool (README); one matrix has no batch to
+    fan out."""
     (n,) = _pick(quick, (1024,), (8,))
-    return _normal(rng, n, n) / n ** 0.5 + 2 * jnp.eye(n, dtype=jnp.float32), _normal(rng, n, n)
+    return jnp.asarray(dominant(rng, (n, n)), jnp.float32), _normal(rng, n, n)
 
 
 def _patch_image_args(rng: np.random.Generator, quick: bool) -> tuple[Any, ...]:
