@@ -1,5 +1,7 @@
 """Helpers shared by the family test files."""
 
+import re
+
 import jax
 import numpy as np
 import pytest
@@ -34,6 +36,17 @@ def count_bound(fn, *args, name):
     """How many times the top level of fn's jaxpr binds the primitive ``name``."""
     jaxpr = jax.make_jaxpr(fn)(*args)
     return sum(e.primitive.name == name for e in jaxpr.jaxpr.eqns)
+
+
+def reduced_extents(fn, *args):
+    """The extents of the axes that each reduction of ``jax.jit(fn)``'s
+    lowered module reduces over, one tuple per reduction."""
+    extents = []
+    for dims, shape in re.findall(r"across dimensions = \[([0-9, ]*)\] : \(tensor<([0-9x]*)x?\w+>",
+                                  jax.jit(fn).lower(*args).as_text()):
+        sizes = [int(n) for n in shape.split("x") if n]
+        extents.append(tuple(sizes[int(d)] for d in dims.split(",") if d.strip()))
+    return extents
 
 
 def check_vmap_binds_once(name, fn, args):

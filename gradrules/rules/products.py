@@ -147,11 +147,8 @@ def _kron_transpose(ct: Cotangent, a: MaybeUndefined, b: MaybeUndefined) -> list
 
 
 def _summed_to(x: Any, axes: tuple[int, ...], shape: tuple[int, ...]) -> Any:
-    """x summed over ``axes`` into ``shape``: those of size 1 are reshaped
-    away, not reduced (a reduction over them too took JAX 0.11.2's XLA 1.4x
-    the time of jnp.kron's gradient on the CPU)."""
-    summed = tuple(ax for ax in axes if np.shape(x)[ax] != 1)
-    return _reshaped(sum_p.bind(x, axes=summed, keepdims=False) if summed else x, shape)
+    """x summed over ``axes`` into ``shape``."""
+    return _reshaped(sum_p.bind(x, axes=axes, keepdims=False), shape)
 
 
 def _kron_batch(args: Sequence[Any], dims: Sequence[BatchDim]) -> BatchResult:
