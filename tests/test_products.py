@@ -72,8 +72,10 @@ def test_kron_transposes_reduce_no_axis_of_one(a, b) -> None:
     out = pr.kron(a, b)
     w = f(*out.shape)
     for i, (lin, arg) in enumerate((((lambda x: pr.kron(x, b)), a), ((lambda y: pr.kron(a, y)), b))):
+        other = b if i == 0 else a
         extents = reduced_extents(jax.linear_transpose(lin, arg), out)
         assert all(1 not in e for e in extents), extents
+        assert len(extents) == (max(other.shape) > 1), extents   # one sum, none over 1 x 1
         (got,) = jax.linear_transpose(lin, arg)(w)
         want = np.einsum("ajbk,jk->ab" if i == 0 else "ajbk,ab->jk",
                          w.reshape(a.shape[0], b.shape[0], a.shape[1], b.shape[1]),
