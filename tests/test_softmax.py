@@ -180,13 +180,28 @@ def test_the_forward_is_one_pass_with_the_references_flops(op):
     assert ours.temp_bytes <= ref.temp_bytes
 
 
+def test_log_softmax_grad_computes_exp_once():
+    """log_softmax's backward is lowered from x (``g + e (-sum(g) / s)``,
+    ``e = exp(x - m)``), so XLA fuses it with the forward's row statistics
+    and computes e once, with jax.nn's FLOPs; from the forward's logp,
+    ``exp(logp)`` took ``(x - m) - log s`` per element again (1.17x)."""
+    from _helpers import mode_costs
+    from gradrules.core.registry import get_op
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((4096, 128)), jnp.float32)
+    fns = (log_softmax, get_op("log_softmax").reference)
+    (ours, got), (ref, want) = mode_costs("grad", fns, x)
+    assert ours.flops <= 1.001 * ref.flops
+    assert ours.bytes_accessed <= ref.bytes_accessed
+    np.testing.assert_allclose(got[0], want[0], rtol=2e-5, atol=2e-5)
+
+
 def test_log_softmax_hvp_has_no_negation_per_element():
-    """log_softmax's backward is ``g + exp(logp) (-sum(g))``: the negation
-    is one per row, and its JVP (the HVP's last factor) takes no negate per
-    element (``g - exp(logp) sum(g)`` took one: 11 FLOPs per element where
-    jax.numpy's HVP takes 9, now 10; the one left is the forward's ``- log
-    s``, recomputed for the backward's ``exp(logp)`` where jax.numpy keeps
-    ``exp(x - max)``)."""
+    """log_softmax's backward, as its JVP rule differentiates it, is ``g +
+    exp(logp) (-sum(g))``: the negation is one per row, and its JVP (the
+    HVP's last factor) takes no negate per element (``g - exp(logp)
+    sum(g)`` took one: 11 FLOPs per element where jax.numpy's HVP takes 9,
+    now 10; the one left is the forward's ``- log s``, recomputed for
+    ``exp(logp)`` where jax.numpy keeps ``exp(x - max)``)."""
     from _helpers import mode_costs
     from gradrules.core.registry import get_op
     x = jnp.asarray(np.random.default_rng(0).standard_normal((4096, 128)), jnp.float32)

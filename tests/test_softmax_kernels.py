@@ -25,7 +25,7 @@ import gradrules
 from gradrules.cli import main as cli_main
 from gradrules.core.kernels import Implementation
 from gradrules.pallas.softmax import BlockSizes, supports
-from gradrules.primitives.softmax import log_softmax_jvp_p, log_softmax_p
+from gradrules.primitives.softmax import log_softmax_jvp_p, log_softmax_p, log_softmax_vjp_p
 from gradrules.testing.gpu import assert_lowers_to_kernels, cuda_hlo, triton_calls
 from gradrules.testing.kernels import assert_kernels_match_xla, lowering_matrix
 from gradrules.testing.samples.softmax import KERNEL_CASES, KernelCase
@@ -51,7 +51,7 @@ def test_the_interpreted_kernels_agree_with_the_xla_lowering(case):
 @pytest.mark.parametrize("blocks", [None, BlockSizes(4, 16)], ids=["one-block", "loop"])
 def test_all_inf_rows_in_the_kernels(blocks):
     """softmax: 0 with zero gradient; log_softmax: -inf, its tangent map
-    passing the tangent through."""
+    and backward passing the tangent and cotangent through."""
     x = np.random.default_rng(3).standard_normal((6, 40)).astype(np.float32)
     x[2] = -np.inf
     x = jnp.asarray(x)
@@ -65,8 +65,10 @@ def test_all_inf_rows_in_the_kernels(blocks):
     logp = log_softmax_p.bind(x, axis=1, implementation=impl)
     assert np.isneginf(logp[2]).all() and np.isfinite(logp[3]).all()
     t = jnp.ones_like(x)
-    np.testing.assert_array_equal(log_softmax_jvp_p.bind(logp, t, axis=1,
-                                                         implementation=impl)[2], 1)
+    for prim in (log_softmax_jvp_p, log_softmax_vjp_p):
+        out = prim.bind(x, logp, t, axis=1, implementation=impl)
+        np.testing.assert_array_equal(out[2], 1)
+        assert np.isfinite(out).all()
 
 
 # ------------------------------------------------------------ CUDA lowering

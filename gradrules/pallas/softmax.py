@@ -15,11 +15,14 @@ works (a width of 1000 is one masked block of 1024).
   (log_softmax): normalised by the maximum, never by a rounded log-sum-exp.
   When the row fits one block it is read once; otherwise a first loop over
   the column blocks finds m and the total and a second writes the output.
-* tangent maps and backwards: one row sum ``s``, then an elementwise map
-  (a ``Rule``): softmax's tangent map and backward are the same,
-  ``y (t - sum(y t))``; log_softmax's tangent map is ``t - sum(exp(logp)
-  t)``, its backward ``g - exp(logp) sum(g)``. Again one read when the row
-  fits a block, else a loop for ``s`` and one for the output.
+* tangent maps: one row sum ``s``, then an elementwise map (a ``Rule``):
+  softmax's tangent map and backward are the same, ``y (t - sum(y t))``;
+  log_softmax's tangent map is ``t - sum(exp(logp) t)``. Again one read
+  when the row fits a block, else a loop for ``s`` and one for the output.
+* log_softmax's backward ``g - softmax(x) sum(g)`` from ``x``, as its XLA
+  lowering: the row statistics of the forward and ``sum(g)``, then the
+  output (``_normalised``); one read when the row fits a block, else loops
+  for the statistics, for ``sum(g)`` and for the output.
 
 Block sizes: ``BlockSizes`` (the caller's), else ``defaults``: the padded
 width up to ``MAX_BLOCK_COLS`` in one block, and rows enough for a tile of
@@ -233,17 +236,8 @@ def _minus_sum(logp: Array, t: Array, s: Array) -> Array:
     return t - s
 
 
-def _second(logp: Array, g: Array) -> Array:
-    return g
-
-
-def _minus_prob_sum(logp: Array, g: Array, s: Array) -> Array:
-    return g - jnp.exp(logp) * s
-
-
 SOFTMAX_MAP = Rule(_product, _softmax_finish)                  # y (t - sum(y t))
 LOG_SOFTMAX_JVP = Rule(_prob_times, _minus_sum)                # t - sum(exp(logp) t)
-LOG_SOFTMAX_VJP = Rule(_second, _minus_prob_sum)               # g - exp(logp) sum(g)
 
 
 def _map_kernel(a_ref: Any, b_ref: Any, out_ref: Any, *, g: Geometry, rule: Rule) -> None:
@@ -264,6 +258,32 @@ def _map_kernel(a_ref: Any, b_ref: Any, out_ref: Any, *, g: Geometry, rule: Rule
         c0 = _col(j, g)
         a, b = _tile(a_ref, g, r0, c0, 0.0), _tile(b_ref, g, r0, c0, 0.0)
         _put(out_ref, g, r0, c0, rule.finish(a, b, s))
+        return carry
+    lax.fori_loop(0, g.nc, column_block, 0)
+
+
+def _log_softmax_vjp_kernel(x_ref: Any, ct_ref: Any, out_ref: Any, *, g: Geometry) -> None:
+    """``ct - softmax(x) sum(ct)`` on ``br`` rows: the row statistics of
+    ``x`` (as the forward's) and ``sum(ct)``, then the output."""
+    r0 = program_id(0) * g.br
+    if g.nc == 1:
+        c0 = _col(0, g)
+        x, ct = _tile(x_ref, g, r0, c0, -jnp.inf), _tile(ct_ref, g, r0, c0, 0.0)
+        empty = (jnp.full((g.br,), -jnp.inf, F32), jnp.zeros((g.br,), F32))
+        m, _, p, total = online_lse_step(*empty, x)
+        y = _normalised(x, finite_or_zero(m), total, False, p)
+        _put(out_ref, g, r0, c0, ct - y * ct.sum(-1)[:, None])
+        return
+    shift, total = _row_stats(x_ref, g, r0)
+
+    def row_sum(j: Any, s: Array) -> Array:
+        return s + _tile(ct_ref, g, r0, _col(j, g), 0.0).sum(-1)
+    s = lax.fori_loop(0, g.nc, row_sum, jnp.zeros((g.br,), F32))[:, None]
+
+    def column_block(j: Any, carry: Any) -> Any:
+        c0 = _col(j, g)
+        y = _normalised(_tile(x_ref, g, r0, c0, -jnp.inf), shift, total, False)
+        _put(out_ref, g, r0, c0, _tile(ct_ref, g, r0, c0, 0.0) - y * s)
         return carry
     lax.fori_loop(0, g.nc, column_block, 0)
 
@@ -313,15 +333,15 @@ def log_softmax_forward(x: Array, *, axis: int, blocks: BlockSizes | None = None
                    interpret)
 
 
-def log_softmax_jvp(logp: Array, t: Array, *, axis: int, blocks: BlockSizes | None = None,
-                    interpret: bool = False) -> Array:
-    """``log_softmax_jvp_p``'s kernel: ``t - sum(exp(logp) t)``."""
+def log_softmax_jvp(x: Array, logp: Array, t: Array, *, axis: int,
+                    blocks: BlockSizes | None = None, interpret: bool = False) -> Array:
+    """``log_softmax_jvp_p``'s kernel: ``t - sum(exp(logp) t)`` (``x`` not read)."""
     return _launch(partial(_map_kernel, rule=LOG_SOFTMAX_JVP), "log_softmax_jvp",
                    (logp, t), blocks, interpret)
 
 
-def log_softmax_vjp(logp: Array, g: Array, *, axis: int, blocks: BlockSizes | None = None,
-                    interpret: bool = False) -> Array:
-    """``log_softmax_vjp_p``'s kernel: ``g - exp(logp) sum(g)``."""
-    return _launch(partial(_map_kernel, rule=LOG_SOFTMAX_VJP), "log_softmax_vjp",
-                   (logp, g), blocks, interpret)
+def log_softmax_vjp(x: Array, logp: Array, g: Array, *, axis: int,
+                    blocks: BlockSizes | None = None, interpret: bool = False) -> Array:
+    """``log_softmax_vjp_p``'s kernel: ``g - softmax(x) sum(g)`` (``logp``
+    not read)."""
+    return _launch(_log_softmax_vjp_kernel, "log_softmax_vjp", (x, g), blocks, interpret)

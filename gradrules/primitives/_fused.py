@@ -117,13 +117,23 @@ def row_total(e: Array, axis: int) -> Array:
     return jnp.maximum(jnp.sum(e, axis, keepdims=True), 1)
 
 
+def softmax_parts(x: Array, axis: int) -> tuple[Array, Array]:
+    """``(e, s)``: ``e = exp(x - m)``, m the row maximum (``row_shift``), and
+    its row total ``s`` (``row_total``), so that ``softmax(x) = e / s``. The
+    softmax and log-softmax lowerings all start from these, written once:
+    where XLA fuses a forward with its tangent map or backward, the two
+    compute the same instructions and it keeps one ``exp(x - m)``."""
+    e = jnp.exp(x - row_shift(x, axis))
+    return e, row_total(e, axis)
+
+
 def softmax_rows(x: Array, axis: int) -> Array:
     """``exp(x - m) / sum(exp(x - m))`` along ``axis``, m the row maximum:
     normalised by the maximum, not by a rounded log-sum-exp (a row of 3e38
     gives 1/n, not 1); 0 for a row that is all ``-inf``. One pass over
     ``x`` on the CPU (``row_shift``)."""
-    e = jnp.exp(x - row_shift(x, axis))
-    return e / row_total(e, axis)
+    e, s = softmax_parts(x, axis)
+    return e / s
 
 
 def log_softmax_rows(x: Array, axis: int) -> Array:

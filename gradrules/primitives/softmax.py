@@ -18,10 +18,15 @@ itself for log_softmax), in every mode.
 
 The tangent maps and backwards are written once, in gradrules ops
 (``softmax_tangent``, ``log_softmax_tangent``, ``log_softmax_cotangent``):
-that composition is their XLA lowering and the function their JVP rules
-differentiate. The forwards are lowered from plain jax.numpy, normalised by
-the row maximum (``_fused.softmax_rows``, ``_fused.log_softmax_rows``), so
-that no rounded log-sum-exp decides the result (a float32 row of 3e38). Each of the six
+that composition is the function their JVP rules differentiate and, but
+for log_softmax's backward, their XLA lowering. log_softmax's tangent map
+and backward take the forward's input and output, ``(x, logp)``: the
+tangent map reads ``logp``, and the backward is lowered from ``x``
+(``_log_softmax_vjp_xla``), so that in a gradient XLA computes
+``exp(x - m)`` once for the forward and the backward, as for jax.nn's.
+The forwards are lowered from plain jax.numpy, normalised by the row
+maximum (``_fused.softmax_rows``, ``_fused.log_softmax_rows``), so that no
+rounded log-sum-exp decides the result (a float32 row of 3e38). Each of the six
 primitives also has a Pallas kernel over the last axis
 (``pallas/softmax.py``); where one may run, the public functions move
 another axis to the end and back. On a mesh the forward is bound inside
@@ -49,7 +54,7 @@ from ..core.registry import OpDef, register_op
 from ..pallas import softmax as kernels
 from ..pallas.softmax import BlockSizes
 from ._compose import cast
-from ._fused import log_softmax_rows, matching_meta, softmax_rows, upcast
+from ._fused import log_softmax_rows, matching_meta, softmax_parts, softmax_rows, upcast
 from ._sharding import row_labels, shard_map_bind
 from .arithmetic import add, multiply, subtract
 from .compare import where as gr_where
@@ -211,28 +216,42 @@ def _log_softmax_xla(x: Array, *, axis: int) -> Array:
     return log_softmax_rows(upcast(x), axis).astype(x.dtype)
 
 
-def log_softmax_tangent(logp: Any, t: Any, *, axis: int) -> Any:
-    """``t - sum(exp(logp) t)`` along ``axis``: log_softmax's tangent map."""
+def log_softmax_tangent(x: Any, logp: Any, t: Any, *, axis: int) -> Any:
+    """``t - sum(exp(logp) t)`` along ``axis``: log_softmax's tangent map
+    (``x`` is not read: the forward's output is enough)."""
     dtype = aval_of(t).dtype
     lf, tf = cast(logp, acc_dtype(dtype)), cast(t, acc_dtype(dtype))
     return cast(subtract(tf, gr_sum(multiply(exp(lf), tf), axis=axis, keepdims=True)), dtype)
 
 
-def log_softmax_cotangent(logp: Any, g: Any, *, axis: int) -> Any:
+def log_softmax_cotangent(x: Any, logp: Any, g: Any, *, axis: int) -> Any:
     """``g - exp(logp) sum(g)`` along ``axis``: the transpose of the tangent
-    map, log_softmax's backward. Written ``g + exp(logp) (-sum(g))`` (equal
-    to the last bit): the negation is one per row, and none per element in
-    its JVP (the HVP)."""
+    map, log_softmax's backward, as its JVP rule differentiates it. Written
+    ``g + exp(logp) (-sum(g))`` (equal to the last bit): the negation is one
+    per row, and none per element in its JVP (the HVP). Its XLA lowering
+    computes the same from ``x`` (``_log_softmax_vjp_xla``)."""
     dtype = aval_of(g).dtype
     lf, gf = cast(logp, acc_dtype(dtype)), cast(g, acc_dtype(dtype))
     return cast(add(gf, multiply(exp(lf), neg(gr_sum(gf, axis=axis, keepdims=True)))), dtype)
 
 
+def _log_softmax_vjp_xla(x: Array, logp: Array, g: Array, *, axis: int) -> Array:
+    """``log_softmax_cotangent`` from ``x``: ``g + e (-sum(g) / s)`` with
+    ``(e, s) = softmax_parts(x)`` (``exp(logp) = e / s``; ``logp`` is not
+    read). Where XLA fuses the forward into the backward, as in a gradient,
+    ``e`` is the forward's own ``exp(x - m)`` and ``1 / s`` one division per
+    row: ``exp(logp)`` took ``(x - m) - log s`` per element again, one
+    subtraction and one exponential more than jax.nn's gradient."""
+    e, s = softmax_parts(upcast(x), axis)
+    gf = g.astype(e.dtype)
+    return (gf + e * (-jnp.sum(gf, axis, keepdims=True) / s)).astype(g.dtype)
+
+
 log_softmax_p = _row_primitive("log_softmax", ("x",), _log_softmax_xla,
                                kernels.log_softmax_forward, outputs=("logp",))
-log_softmax_jvp_p = _row_primitive("log_softmax_jvp", ("logp", "t"), log_softmax_tangent,
+log_softmax_jvp_p = _row_primitive("log_softmax_jvp", ("x", "logp", "t"), log_softmax_tangent,
                                    kernels.log_softmax_jvp)
-log_softmax_vjp_p = _row_primitive("log_softmax_vjp", ("logp", "g"), log_softmax_cotangent,
+log_softmax_vjp_p = _row_primitive("log_softmax_vjp", ("x", "logp", "g"), _log_softmax_vjp_xla,
                                    kernels.log_softmax_vjp)
 
 
@@ -243,11 +262,11 @@ def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = -1,
     as for ``softmax`` (``-inf`` at the excluded entries, as
     jax.nn.log_softmax, with derivative 0 there).
 
-    Three primitives: ``log_softmax`` (forward), ``log_softmax_jvp(logp, t) =
-    t - sum(exp(logp) t)`` and its transpose ``log_softmax_vjp(logp, g) = g -
-    exp(logp) sum(g)``. A row of all ``-inf`` gives ``-inf`` (log of the 0 of
-    softmax) and passes tangents through unchanged. ``block_sizes``: as
-    for ``softmax``.
+    Three primitives: ``log_softmax`` (forward), ``log_softmax_jvp(x, logp,
+    t) = t - sum(exp(logp) t)`` and its transpose ``log_softmax_vjp(x, logp,
+    g) = g - softmax(x) sum(g)`` (``softmax(x) = exp(logp)``). A row of all
+    ``-inf`` gives ``-inf`` (log of the 0 of softmax) and passes tangents
+    through unchanged. ``block_sizes``: as for ``softmax``.
     """
     return _over_axes("log_softmax", log_softmax_p, x, axis, where, -np.inf, block_sizes)
 

@@ -1,11 +1,14 @@
 """Rules of the softmax family (softmax, log_softmax; three primitives each).
 
-* forward: its JVP binds the tangent-map primitive on the output and the
-  input's tangent (``forward_jvp``);
+* forward: its JVP binds the tangent-map primitive on the output (for
+  log_softmax the input and the output) and the input's tangent
+  (``forward_jvp``);
 * tangent map and backward: transposes of each other (softmax's are the
-  same map, its Jacobian being symmetric); their JVPs differentiate the
-  gradrules-op compositions they are lowered from (``fused_map_rules`` of
-  ``softmax_tangent``, ``log_softmax_tangent``, ``log_softmax_cotangent``);
+  same map, its Jacobian being symmetric; log_softmax's both take the
+  forward's ``(x, logp)``); their JVPs differentiate the gradrules-op
+  compositions ``softmax_tangent``, ``log_softmax_tangent`` and
+  ``log_softmax_cotangent`` (``fused_map_rules``), which are their XLA
+  lowerings but for log_softmax's backward, lowered from ``x``;
 * batching: the batch axis goes to the front and ``axis`` moves by one
   (``shifted_front_batch``).
 """
