@@ -23,7 +23,10 @@ for log_softmax's backward, their XLA lowering. log_softmax's tangent map
 and backward take the forward's input and output, ``(x, logp)``: the
 tangent map reads ``logp``, and the backward is lowered from ``x``
 (``_log_softmax_vjp_xla``), so that in a gradient XLA computes
-``exp(x - m)`` once for the forward and the backward, as for jax.nn's.
+``exp(x - m)`` once for the forward and the backward, as for jax.nn's; its
+tangent along x, which a Hessian-vector product takes, is a fourth
+primitive, ``log_softmax_vjp_jvp``, lowered from ``x`` the same way (XLA
+only), whose rules differentiate that of ``log_softmax_cotangent``.
 The forwards are lowered from plain jax.numpy, normalised by the row
 maximum (``_fused.softmax_rows``, ``_fused.log_softmax_rows``), so that no
 rounded log-sum-exp decides the result (a float32 row of 3e38). Each of the six
@@ -225,26 +228,44 @@ def log_softmax_tangent(x: Any, logp: Any, t: Any, *, axis: int) -> Any:
 
 
 def log_softmax_cotangent(x: Any, logp: Any, g: Any, *, axis: int) -> Any:
-    """``g - exp(logp) sum(g)`` along ``axis``: the transpose of the tangent
-    map, log_softmax's backward, as its JVP rule differentiates it. Written
-    ``g + exp(logp) (-sum(g))`` (equal to the last bit): the negation is one
-    per row, and none per element in its JVP (the HVP). Its XLA lowering
-    computes the same from ``x`` (``_log_softmax_vjp_xla``)."""
+    """``g - softmax(x) sum(g)`` along ``axis``: the transpose of the tangent
+    map, log_softmax's backward, as its rules differentiate it (``logp`` is
+    not read). Written ``g + softmax(x) (-sum(g))`` (equal to the last
+    bit): the negation is one per row. Its XLA lowering computes the same
+    with a division per row (``_log_softmax_vjp_xla``), and its tangent
+    along x is the primitive ``log_softmax_vjp_jvp``."""
     dtype = aval_of(g).dtype
-    lf, gf = cast(logp, acc_dtype(dtype)), cast(g, acc_dtype(dtype))
-    return cast(add(gf, multiply(exp(lf), neg(gr_sum(gf, axis=axis, keepdims=True)))), dtype)
+    xf, gf = cast(x, acc_dtype(dtype)), cast(g, acc_dtype(dtype))
+    y = softmax(xf, axis=axis)
+    return cast(add(gf, multiply(y, neg(gr_sum(gf, axis=axis, keepdims=True)))), dtype)
 
 
 def _log_softmax_vjp_xla(x: Array, logp: Array, g: Array, *, axis: int) -> Array:
     """``log_softmax_cotangent`` from ``x``: ``g + e (-sum(g) / s)`` with
-    ``(e, s) = softmax_parts(x)`` (``exp(logp) = e / s``; ``logp`` is not
-    read). Where XLA fuses the forward into the backward, as in a gradient,
-    ``e`` is the forward's own ``exp(x - m)`` and ``1 / s`` one division per
-    row: ``exp(logp)`` took ``(x - m) - log s`` per element again, one
-    subtraction and one exponential more than jax.nn's gradient."""
+    ``(e, s) = softmax_parts(x)`` (``logp`` is not read). Where XLA fuses
+    the forward into the backward, as in a gradient, ``e`` is the forward's
+    own ``exp(x - m)`` and ``1 / s`` one division per row: ``exp(logp)``
+    took ``(x - m) - log s`` per element again, one subtraction and one
+    exponential more than jax.nn's gradient."""
     e, s = softmax_parts(upcast(x), axis)
     gf = g.astype(e.dtype)
     return (gf + e * (-jnp.sum(gf, axis, keepdims=True) / s)).astype(g.dtype)
+
+
+def _log_softmax_vjp_jvp_xla(x: Array, logp: Array, g: Array, tx: Array, t_logp: Array, *,
+                             axis: int) -> Array:
+    """The backward's tangent along ``x`` (``g`` held; ``logp`` and its
+    tangent are not read), ``-sum(g) softmax(x) (tx - sum(softmax(x) tx))``,
+    as ``e (tx - sum(e tx) / s) (-sum(g) / s)`` with ``(e, s) =
+    softmax_parts(x)``: both per-row factors divided once per row, so a
+    Hessian-vector product takes jax.nn's FLOPs (from ``exp(logp)`` it
+    took ``(x - m) - log s`` per element again, and from ``softmax(x)`` a
+    product per element)."""
+    e, s = softmax_parts(upcast(x), axis)
+    tf, gf = tx.astype(e.dtype), g.astype(e.dtype)
+    r = jnp.sum(e * tf, axis, keepdims=True) / s
+    k = -jnp.sum(gf, axis, keepdims=True) / s
+    return (e * (tf - r) * k).astype(g.dtype)
 
 
 log_softmax_p = _row_primitive("log_softmax", ("x",), _log_softmax_xla,
@@ -253,6 +274,11 @@ log_softmax_jvp_p = _row_primitive("log_softmax_jvp", ("x", "logp", "t"), log_so
                                    kernels.log_softmax_jvp)
 log_softmax_vjp_p = _row_primitive("log_softmax_vjp", ("x", "logp", "g"), _log_softmax_vjp_xla,
                                    kernels.log_softmax_vjp)
+_VJP_JVP_OPERANDS = ("x", "logp", "g", "tx", "t_logp")
+log_softmax_vjp_jvp_p = define_primitive(
+    "log_softmax_vjp_jvp", family=FAMILY, operands=_VJP_JVP_OPERANDS, params=("axis",),
+    infer_meta=matching_meta("log_softmax_vjp_jvp", _VJP_JVP_OPERANDS),
+    implementations={"xla": _log_softmax_vjp_jvp_xla})
 
 
 def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = -1,
@@ -264,7 +290,9 @@ def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = -1,
 
     Three primitives: ``log_softmax`` (forward), ``log_softmax_jvp(x, logp,
     t) = t - sum(exp(logp) t)`` and its transpose ``log_softmax_vjp(x, logp,
-    g) = g - softmax(x) sum(g)`` (``softmax(x) = exp(logp)``). A row of all
+    g) = g - softmax(x) sum(g)`` (``softmax(x) = exp(logp)``), and a fourth
+    for Hessian-vector products, the backward's tangent along x,
+    ``log_softmax_vjp_jvp``. A row of all
     ``-inf`` gives ``-inf`` (log of the 0 of softmax) and passes tangents
     through unchanged. ``block_sizes``: as for ``softmax``.
     """
@@ -280,5 +308,6 @@ def _log_softmax_reference(x: ArrayLike, axis: Any = -1, where: ArrayLike | None
 
 
 register_op(OpDef(name="log_softmax", family=FAMILY, fn=log_softmax,
-                  primitives=(log_softmax_p, log_softmax_jvp_p, log_softmax_vjp_p),
+                  primitives=(log_softmax_p, log_softmax_jvp_p, log_softmax_vjp_p,
+                              log_softmax_vjp_jvp_p),
                   reference=_log_softmax_reference, operands=("x",)))

@@ -25,7 +25,8 @@ and by other primitives whose JVP is that of a reference composition.
   takes the rest another way than ``composite_jvp``.
 * ``backward_jvp(backward, tangent, primals, tangents, moving, **params)``:
   the JVP of a fused op's backward whose tangent in its other operands is a
-  primitive of its own (``foo_vjp_jvp``, blockwise, XLA only), and
+  primitive of its own (``foo_vjp_jvp``, XLA only; ``backward_jvp_along``
+  when those tangents are the operands' own), and
   ``dense_transpose(prim, composite, ct, *operands, **params)``: that
   primitive's transpose, ``jax.linear_transpose`` of the composition it
   computes (third order only).
@@ -174,12 +175,27 @@ def backward_jvp(backward: Primitive, tangent: Primitive, primals: Sequence[Any]
     zeros), on its XLA path whatever the call's kernel (it has no Pallas
     kernel: ``core.kernels.on_xla``)."""
     out = backward.bind(*primals, **params)
+    outs = list(out) if backward.multiple_results else [out]
     t_out = linear_part(backward, primals, tangents, **params)
     if moving is not None:
         implementation = on_xla(params[IMPLEMENTATION])
         part = tangent.bind(*primals, *moving, **dict(params, implementation=implementation))
-        t_out = part if t_out is None else [add_tangents(a, b) for a, b in zip(t_out, part)]
-    return out, (t_out if t_out is not None else zero_tangents(out))
+        parts = list(part) if tangent.multiple_results else [part]
+        t_out = parts if t_out is None else [add_tangents(a, b) for a, b in zip(t_out, parts)]
+    t_outs = t_out if t_out is not None else zero_tangents(outs)
+    return out, (t_outs if backward.multiple_results else t_outs[0])
+
+
+def backward_jvp_along(backward: Primitive, tangent: Primitive, names: tuple[str, ...],
+                       primals: Sequence[Any], tangents: Sequence[Tangent],
+                       **params: Any) -> JvpResult:
+    """``backward_jvp`` whose ``tangent`` takes the tangents of
+    ``backward``'s operands ``names``, in that order (instantiated; none
+    when all are symbolic zeros)."""
+    at = PRIMITIVES[backward].positions(names)
+    moving = (None if all_zero([tangents[i] for i in at])
+              else [instantiate(tangents[i], primals[i]) for i in at])
+    return backward_jvp(backward, tangent, primals, tangents, moving, **params)
 
 
 def dense_transpose(prim: Primitive, composite: Callable[..., Any], ct: Cotangent,
@@ -199,7 +215,8 @@ def dense_transpose(prim: Primitive, composite: Callable[..., Any], ct: Cotangen
         args = list(operands)
         for i, t in zip(at, ts):
             args[i] = t
-        return tuple(composite(*args, **kw))
+        res = composite(*args, **kw)
+        return tuple(res) if prim.multiple_results else (res,)
 
     avals = [jax.ShapeDtypeStruct(aval_of(operands[i]).shape, aval_of(operands[i]).dtype)
              for i in at]

@@ -66,8 +66,8 @@ from ..primitives.shape import broadcast_to, expand_dims, moveaxis, squeeze
 from ..primitives.softmax import log_softmax
 from ..primitives.unary import exp, neg
 from ._common import (add_tangents, align_front, batch_size, bdim_to_front, fold_batch,
-                      front_batch, instantiate, multilinear_jvp, unfold_batch)
-from ._fused import (all_zero, backward_jvp, composite_jvp, dense_transpose, forward_jvp,
+                      front_batch, multilinear_jvp, unfold_batch)
+from ._fused import (backward_jvp_along, composite_jvp, dense_transpose, forward_jvp,
                      fused_map_rules, linear_part)
 
 
@@ -152,11 +152,9 @@ def _flce_vjp_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], **params:
     ``h``, ``w``, ``lse``, ``lse_lo`` its blockwise tangent
     ``fused_linear_cross_entropy_vjp_jvp`` (the JVP of ``_flce_cotangent``,
     without its [tokens, vocab] logits)."""
-    at = PRIMITIVES[fused_linear_cross_entropy_vjp_p].positions(("h", "w", "lse", "lse_lo"))
-    moving = (None if all_zero([tangents[i] for i in at])
-              else [instantiate(tangents[i], primals[i]) for i in at])
-    return backward_jvp(fused_linear_cross_entropy_vjp_p, fused_linear_cross_entropy_vjp_jvp_p,
-                        primals, tangents, moving, **params)
+    return backward_jvp_along(fused_linear_cross_entropy_vjp_p,
+                              fused_linear_cross_entropy_vjp_jvp_p, ("h", "w", "lse", "lse_lo"),
+                              primals, tangents, **params)
 
 
 register_rules(fused_linear_cross_entropy_vjp_p, linear=("g_loss", "g_lse"),

@@ -1,4 +1,5 @@
-"""Rules of the softmax family (softmax, log_softmax; three primitives each).
+"""Rules of the softmax family (softmax, log_softmax; three primitives each,
+and log_softmax's backward tangent).
 
 * forward: its JVP binds the tangent-map primitive on the output (for
   log_softmax the input and the output) and the input's tangent
@@ -6,24 +7,34 @@
 * tangent map and backward: transposes of each other (softmax's are the
   same map, its Jacobian being symmetric; log_softmax's both take the
   forward's ``(x, logp)``); their JVPs differentiate the gradrules-op
-  compositions ``softmax_tangent``, ``log_softmax_tangent`` and
-  ``log_softmax_cotangent`` (``fused_map_rules``), which are their XLA
-  lowerings but for log_softmax's backward, lowered from ``x``;
+  compositions they are lowered from (``fused_map_rules`` of
+  ``softmax_tangent`` and ``log_softmax_tangent``), but for log_softmax's
+  backward, lowered from ``x`` apart from its composition
+  ``log_softmax_cotangent``: its JVP is itself along ``g`` and, along
+  ``x``, the primitive ``log_softmax_vjp_jvp`` (``backward_jvp_along``),
+  whose own rules differentiate and transpose the tangent of that
+  composition (``_log_softmax_cotangent_tangent``; third order);
 * batching: the batch axis goes to the front and ``axis`` moves by one
   (``shifted_front_batch``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
+from typing import Any
 
+import jax
+
+from .._jax import JvpResult, Tangent
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
 from ..primitives.softmax import (log_softmax_cotangent, log_softmax_jvp_p, log_softmax_p,
-                                  log_softmax_tangent, log_softmax_vjp_p, softmax_jvp_p,
-                                  softmax_p, softmax_tangent, softmax_vjp_p)
+                                  log_softmax_tangent, log_softmax_vjp_jvp_p, log_softmax_vjp_p,
+                                  softmax_jvp_p, softmax_p, softmax_tangent, softmax_vjp_p)
 from ._common import shifted_front_batch
-from ._fused import forward_jvp, fused_map_rules
+from ._fused import (backward_jvp_along, composite_jvp, dense_transpose, forward_jvp,
+                     fused_map_rules, transpose_to)
 
 # softmax ---------------------------------------------------------------------
 register_rules(softmax_p, jvp=partial(forward_jvp, softmax_p, softmax_jvp_p, ("x",), None),
@@ -44,6 +55,34 @@ register_rules(log_softmax_p,
 register_rules(log_softmax_jvp_p, linear=("t",), **fused_map_rules(
     log_softmax_jvp_p, log_softmax_vjp_p, log_softmax_tangent,
     batch=partial(shifted_front_batch, log_softmax_jvp_p, ("axis",))))
-register_rules(log_softmax_vjp_p, linear=("g",), **fused_map_rules(
-    log_softmax_vjp_p, log_softmax_jvp_p, log_softmax_cotangent,
-    batch=partial(shifted_front_batch, log_softmax_vjp_p, ("axis",))))
+
+
+def _log_softmax_vjp_jvp(primals: Sequence[Any], tangents: Sequence[Tangent], **params: Any
+                         ) -> JvpResult:
+    """JVP of log_softmax's backward: along ``g`` (in which it is linear)
+    the backward itself; along ``x`` and ``logp`` its tangent
+    ``log_softmax_vjp_jvp``."""
+    return backward_jvp_along(log_softmax_vjp_p, log_softmax_vjp_jvp_p, ("x", "logp"),
+                              primals, tangents, **params)
+
+
+register_rules(log_softmax_vjp_p, linear=("g",), jvp=_log_softmax_vjp_jvp,
+               transpose=partial(transpose_to, log_softmax_vjp_p, log_softmax_jvp_p),
+               batch=partial(shifted_front_batch, log_softmax_vjp_p, ("axis",)))
+
+
+# log_softmax_vjp_jvp_p: the backward's tangent (second order) -------------------
+def _log_softmax_cotangent_tangent(x: Any, logp: Any, g: Any, tx: Any, t_logp: Any, *,
+                                   axis: int) -> Any:
+    """The tangent of ``log_softmax_cotangent`` along ``tx``, ``t_logp``
+    (``g`` held): what ``log_softmax_vjp_jvp`` computes."""
+    def cotangent(x: Any, logp: Any) -> Any:
+        return log_softmax_cotangent(x, logp, g, axis=axis)
+    return jax.jvp(cotangent, (x, logp), (tx, t_logp))[1]
+
+
+register_rules(log_softmax_vjp_jvp_p, linear=("tx", "t_logp"),
+               jvp=partial(composite_jvp, log_softmax_vjp_jvp_p, _log_softmax_cotangent_tangent),
+               transpose=partial(dense_transpose, log_softmax_vjp_jvp_p,
+                                 _log_softmax_cotangent_tangent),
+               batch=partial(shifted_front_batch, log_softmax_vjp_jvp_p, ("axis",)))
