@@ -163,6 +163,11 @@ def _col(j: Any, g: Geometry) -> Array:
     return jnp.asarray(j, jnp.int32) * g.bc
 
 
+def _no_rows(g: Geometry) -> tuple[Array, Array]:
+    """The online log-sum-exp's start for ``br`` rows: maxima ``-inf``, totals 0."""
+    return jnp.full((g.br,), -jnp.inf, F32), jnp.zeros((g.br,), F32)
+
+
 def _row_stats(x_ref: Any, g: Geometry, r0: Any) -> tuple[Array, Array]:
     """``[br]`` shifts (finite maxima) and totals ``sum exp(x - shift)`` of
     the rows at r0, by the online log-sum-exp over the column blocks."""
@@ -170,9 +175,16 @@ def _row_stats(x_ref: Any, g: Geometry, r0: Any) -> tuple[Array, Array]:
         m, _, _, total = online_lse_step(*carry, _tile(x_ref, g, r0, _col(j, g), -jnp.inf))
         return m, total
 
-    m, total = lax.fori_loop(0, g.nc, column_block,
-                             (jnp.full((g.br,), -jnp.inf, F32), jnp.zeros((g.br,), F32)))
+    m, total = lax.fori_loop(0, g.nc, column_block, _no_rows(g))
     return finite_or_zero(m), total
+
+
+def _tile_stats(x: Array, g: Geometry) -> tuple[Array, Array, Array]:
+    """``(shift, total, e)`` of a tile that holds its rows whole: the row
+    shifts and totals of ``_row_stats`` and ``e = exp(x - shift)``, in one
+    step."""
+    m, _, e, total = online_lse_step(*_no_rows(g), x)
+    return finite_or_zero(m), total, e
 
 
 def _normalised(x: Array, shift: Array, total: Array, log: bool, p: Array | None = None
@@ -197,9 +209,8 @@ def _forward_kernel(x_ref: Any, y_ref: Any, *, g: Geometry, log: bool) -> None:
     if g.nc == 1:
         c0 = _col(0, g)
         x = _tile(x_ref, g, r0, c0, -jnp.inf)
-        empty = (jnp.full((g.br,), -jnp.inf, F32), jnp.zeros((g.br,), F32))
-        m, _, p, total = online_lse_step(*empty, x)
-        _put(y_ref, g, r0, c0, _normalised(x, finite_or_zero(m), total, log, p))
+        shift, total, e = _tile_stats(x, g)
+        _put(y_ref, g, r0, c0, _normalised(x, shift, total, log, e))
         return
     shift, total = _row_stats(x_ref, g, r0)
 
@@ -269,9 +280,8 @@ def _log_softmax_vjp_kernel(x_ref: Any, ct_ref: Any, out_ref: Any, *, g: Geometr
     if g.nc == 1:
         c0 = _col(0, g)
         x, ct = _tile(x_ref, g, r0, c0, -jnp.inf), _tile(ct_ref, g, r0, c0, 0.0)
-        empty = (jnp.full((g.br,), -jnp.inf, F32), jnp.zeros((g.br,), F32))
-        m, _, p, total = online_lse_step(*empty, x)
-        y = _normalised(x, finite_or_zero(m), total, False, p)
+        shift, total, e = _tile_stats(x, g)
+        y = _normalised(x, shift, total, False, e)
         _put(out_ref, g, r0, c0, ct - y * ct.sum(-1)[:, None])
         return
     shift, total = _row_stats(x_ref, g, r0)
