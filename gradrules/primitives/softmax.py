@@ -94,14 +94,17 @@ def _bind_rows(prim: Any, x: Any, *, axis: int, moved: bool, **params: Any) -> l
     return [moveaxis(prim.bind(moveaxis(x, axis, last), axis=last, **params), last, axis)]
 
 
-def _row_primitive(name: str, operands: tuple[str, ...], xla: Any, kernel: Any,
+def _row_primitive(name: str, operands: tuple[str, ...], xla: Any, kernel: Any | None,
                    outputs: tuple[str, ...] = ()) -> Any:
-    """One of the six primitives: ``operands`` of one float dtype and shape
-    along ``axis``, lowered by ``xla`` or the Pallas ``kernel``."""
+    """A primitive of the family: ``operands`` of one float dtype and shape
+    along ``axis``, lowered by ``xla`` or the Pallas ``kernel`` (XLA only
+    where ``kernel`` is None)."""
+    table = {"xla": xla}
+    if kernel is not None:
+        table.update(pallas=kernel, supports=kernels.supports)
     return define_primitive(name, family=FAMILY, operands=operands, outputs=outputs,
                             params=("axis",), infer_meta=matching_meta(name, operands),
-                            implementations={"xla": xla, "pallas": kernel,
-                                             "supports": kernels.supports})
+                            implementations=table)
 
 
 def _rowwise(op: str, prim: Any, x: Any, axis: Any, block_sizes: Any) -> Array:
@@ -274,11 +277,8 @@ log_softmax_jvp_p = _row_primitive("log_softmax_jvp", ("x", "logp", "t"), log_so
                                    kernels.log_softmax_jvp)
 log_softmax_vjp_p = _row_primitive("log_softmax_vjp", ("x", "logp", "g"), _log_softmax_vjp_xla,
                                    kernels.log_softmax_vjp)
-_VJP_JVP_OPERANDS = ("x", "logp", "g", "tx", "t_logp")
-log_softmax_vjp_jvp_p = define_primitive(
-    "log_softmax_vjp_jvp", family=FAMILY, operands=_VJP_JVP_OPERANDS, params=("axis",),
-    infer_meta=matching_meta("log_softmax_vjp_jvp", _VJP_JVP_OPERANDS),
-    implementations={"xla": _log_softmax_vjp_jvp_xla})
+log_softmax_vjp_jvp_p = _row_primitive("log_softmax_vjp_jvp", ("x", "logp", "g", "tx", "t_logp"),
+                                       _log_softmax_vjp_jvp_xla, None)
 
 
 def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = -1,

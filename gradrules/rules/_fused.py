@@ -29,7 +29,8 @@ and by other primitives whose JVP is that of a reference composition.
   when those tangents are the operands' own), and
   ``dense_transpose(prim, composite, ct, *operands, **params)``: that
   primitive's transpose, ``jax.linear_transpose`` of the composition it
-  computes (third order only).
+  computes (third order only); ``backward_tangent_rules`` registers both
+  for a tangent primitive that ``backward_jvp_along`` binds.
 """
 
 from __future__ import annotations
@@ -47,6 +48,14 @@ from .._jax import (BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive
 from ..core.kernels import IMPLEMENTATION, on_xla, takes_keyword
 from ..core.registry import PRIMITIVES
 from ._common import add_tangents, instantiate
+
+
+def _placed(operands: Sequence[Any], at: Sequence[int], values: Sequence[Any]) -> list[Any]:
+    """``operands`` with ``values`` in the positions ``at``."""
+    args = list(operands)
+    for i, v in zip(at, values):
+        args[i] = v
+    return args
 
 
 def composite_jvp(prim: Primitive, composite: Callable[..., Any], primals: Sequence[Any],
@@ -74,10 +83,7 @@ def composite_jvp(prim: Primitive, composite: Callable[..., Any], primals: Seque
               else {k: v for k, v in params.items() if k != IMPLEMENTATION})
 
         def along(*xs: Any) -> Any:
-            args = list(primals)
-            for i, x in zip(moving, xs):
-                args[i] = x
-            res = composite(*args, **kw)
+            res = composite(*_placed(primals, moving, xs), **kw)
             return tuple(res) if prim.multiple_results else res
 
         _, part = jax.jvp(along, tuple(primals[i] for i in moving),
@@ -212,10 +218,7 @@ def dense_transpose(prim: Primitive, composite: Callable[..., Any], ct: Cotangen
     kw = {k: v for k, v in params.items() if k != IMPLEMENTATION}
 
     def linear(*ts: Any) -> tuple[Any, ...]:
-        args = list(operands)
-        for i, t in zip(at, ts):
-            args[i] = t
-        res = composite(*args, **kw)
+        res = composite(*_placed(operands, at, ts), **kw)
         return tuple(res) if prim.multiple_results else (res,)
 
     avals = [jax.ShapeDtypeStruct(aval_of(operands[i]).shape, aval_of(operands[i]).dtype)
@@ -225,6 +228,35 @@ def dense_transpose(prim: Primitive, composite: Callable[..., Any], ct: Cotangen
     results = dict(zip(at, transposed))
     return [results[i] if i in results and is_undefined_primal(x) else None
             for i, x in enumerate(operands)]
+
+
+def backward_tangent_rules(tangent: Primitive, backward: Primitive,
+                           composite: Callable[..., Any], names: tuple[str, ...], *,
+                           batch: Callable[..., BatchResult]) -> dict[str, Any]:
+    """The rules of a fused op's backward tangent ``tangent`` (``foo_vjp_jvp``,
+    bound by ``backward_jvp_along(backward, tangent, names, ...)``), for
+    ``register_rules(tangent, **backward_tangent_rules(...))``: its operands
+    are ``backward``'s followed by the tangents of its operands ``names``,
+    in which it is linear, and its value is the tangent of ``composite``
+    (the backward's composition) along those, the other operands held. Its
+    JVP is that of this tangent (``composite_jvp``), its transpose
+    ``dense_transpose`` of it, and ``batch`` its batching rule."""
+    info = PRIMITIVES[backward]
+    n, at = len(info.operands), info.positions(names)
+
+    def composite_tangent(*args: Any, **params: Any) -> Any:
+        operands, ts = args[:n], args[n:]
+
+        def along(*xs: Any) -> Any:
+            res = composite(*_placed(operands, at, xs), **params)
+            return tuple(res) if backward.multiple_results else res
+
+        part = jax.jvp(along, tuple(operands[i] for i in at), tuple(ts))[1]
+        return list(part) if backward.multiple_results else part
+
+    return dict(linear=PRIMITIVES[tangent].operands[n:],
+                jvp=partial(composite_jvp, tangent, composite_tangent),
+                transpose=partial(dense_transpose, tangent, composite_tangent), batch=batch)
 
 
 def all_zero(tangents: Sequence[Tangent]) -> bool:

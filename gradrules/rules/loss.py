@@ -15,8 +15,9 @@ cross_entropy and fused_linear_cross_entropy (three primitives each):
   ``h``, ``w`` and the residuals (Hessian-vector products), which binds the
   blockwise ``fused_linear_cross_entropy_vjp_jvp`` (``_flce_vjp_jvp``), so
   that second derivatives never make the ``[tokens, vocab]`` logits either;
-  that primitive's JVP differentiates ``_flce_cotangent_tangent`` and its
-  transpose is that composition's (dense: third derivatives only);
+  that primitive's JVP differentiates the tangent of ``_flce_cotangent``
+  and its transpose is that composition's (``backward_tangent_rules``;
+  dense: third derivatives only);
 * batching: batch axes to the front (the class axis is last), bound once;
   fused_linear_cross_entropy's forward and tangent map fold the batch into
   the token axis instead when ``w`` (and ``tw``) is shared (never a
@@ -40,8 +41,6 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-
-import jax
 
 from .._jax import (BatchDim, BatchResult, Cotangent, JvpResult, MaybeUndefined, Primitive,
                     Tangent, aval_of, is_undefined_primal, is_zero, zero_tangent)
@@ -67,8 +66,8 @@ from ..primitives.softmax import log_softmax
 from ..primitives.unary import exp, neg
 from ._common import (add_tangents, align_front, batch_size, bdim_to_front, fold_batch,
                       front_batch, multilinear_jvp, unfold_batch)
-from ._fused import (backward_jvp_along, composite_jvp, dense_transpose, forward_jvp,
-                     fused_map_rules, linear_part)
+from ._fused import (backward_jvp_along, backward_tangent_rules, forward_jvp, fused_map_rules,
+                     linear_part)
 
 
 # cross_entropy -----------------------------------------------------------------
@@ -164,26 +163,10 @@ register_rules(fused_linear_cross_entropy_vjp_p, linear=("g_loss", "g_lse"),
                       jvp=_flce_vjp_jvp))
 
 
-def _flce_cotangent_tangent(h: Any, w: Any, labels: Any, lse: Any, lse_lo: Any, g_loss: Any,
-                            g_lse: Any, th: Any, tw: Any, t_lse: Any, t_lse_lo: Any, *,
-                            ignore_index: int, label_smoothing: float,
-                            z_loss: float) -> list[Any]:
-    """The tangent of ``_flce_cotangent`` along ``th``, ``tw``, ``t_lse``,
-    ``t_lse_lo`` (``g_loss``, ``g_lse`` held): what
-    ``fused_linear_cross_entropy_vjp_jvp`` computes blockwise."""
-    def cotangent(h: Any, w: Any, lse: Any, lse_lo: Any) -> list[Any]:
-        return _flce_cotangent(h, w, labels, lse, lse_lo, g_loss, g_lse,
-                               ignore_index=ignore_index, label_smoothing=label_smoothing,
-                               z_loss=z_loss)
-    return list(jax.jvp(cotangent, (h, w, lse, lse_lo), (th, tw, t_lse, t_lse_lo))[1])
-
-
-register_rules(fused_linear_cross_entropy_vjp_jvp_p, linear=("th", "tw", "t_lse", "t_lse_lo"),
-               jvp=partial(composite_jvp, fused_linear_cross_entropy_vjp_jvp_p,
-                           _flce_cotangent_tangent),
-               transpose=partial(dense_transpose, fused_linear_cross_entropy_vjp_jvp_p,
-                                 _flce_cotangent_tangent),
-               batch=partial(front_batch, fused_linear_cross_entropy_vjp_jvp_p))
+register_rules(fused_linear_cross_entropy_vjp_jvp_p, **backward_tangent_rules(
+    fused_linear_cross_entropy_vjp_jvp_p, fused_linear_cross_entropy_vjp_p, _flce_cotangent,
+    ("h", "w", "lse", "lse_lo"),
+    batch=partial(front_batch, fused_linear_cross_entropy_vjp_jvp_p)))
 
 
 # nll_loss --------------------------------------------------------------------------

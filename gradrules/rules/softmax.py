@@ -13,7 +13,7 @@ and log_softmax's backward tangent).
   ``log_softmax_cotangent``: its JVP is itself along ``g`` and, along
   ``x``, the primitive ``log_softmax_vjp_jvp`` (``backward_jvp_along``),
   whose own rules differentiate and transpose the tangent of that
-  composition (``_log_softmax_cotangent_tangent``; third order);
+  composition (``backward_tangent_rules``; third order);
 * batching: the batch axis goes to the front and ``axis`` moves by one
   (``shifted_front_batch``).
 """
@@ -24,8 +24,6 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-import jax
-
 from .._jax import JvpResult, Tangent
 from ..core.primitive import register_rules
 from ..core.registry import NOT_LINEAR
@@ -33,8 +31,8 @@ from ..primitives.softmax import (log_softmax_cotangent, log_softmax_jvp_p, log_
                                   log_softmax_tangent, log_softmax_vjp_jvp_p, log_softmax_vjp_p,
                                   softmax_jvp_p, softmax_p, softmax_tangent, softmax_vjp_p)
 from ._common import shifted_front_batch
-from ._fused import (backward_jvp_along, composite_jvp, dense_transpose, forward_jvp,
-                     fused_map_rules, transpose_to)
+from ._fused import (backward_jvp_along, backward_tangent_rules, forward_jvp, fused_map_rules,
+                     transpose_to)
 
 # softmax ---------------------------------------------------------------------
 register_rules(softmax_p, jvp=partial(forward_jvp, softmax_p, softmax_jvp_p, ("x",), None),
@@ -72,17 +70,6 @@ register_rules(log_softmax_vjp_p, linear=("g",), jvp=_log_softmax_vjp_jvp,
 
 
 # log_softmax_vjp_jvp_p: the backward's tangent (second order) -------------------
-def _log_softmax_cotangent_tangent(x: Any, logp: Any, g: Any, tx: Any, t_logp: Any, *,
-                                   axis: int) -> Any:
-    """The tangent of ``log_softmax_cotangent`` along ``tx``, ``t_logp``
-    (``g`` held): what ``log_softmax_vjp_jvp`` computes."""
-    def cotangent(x: Any, logp: Any) -> Any:
-        return log_softmax_cotangent(x, logp, g, axis=axis)
-    return jax.jvp(cotangent, (x, logp), (tx, t_logp))[1]
-
-
-register_rules(log_softmax_vjp_jvp_p, linear=("tx", "t_logp"),
-               jvp=partial(composite_jvp, log_softmax_vjp_jvp_p, _log_softmax_cotangent_tangent),
-               transpose=partial(dense_transpose, log_softmax_vjp_jvp_p,
-                                 _log_softmax_cotangent_tangent),
-               batch=partial(shifted_front_batch, log_softmax_vjp_jvp_p, ("axis",)))
+register_rules(log_softmax_vjp_jvp_p, **backward_tangent_rules(
+    log_softmax_vjp_jvp_p, log_softmax_vjp_p, log_softmax_cotangent, ("x", "logp"),
+    batch=partial(shifted_front_batch, log_softmax_vjp_jvp_p, ("axis",))))
