@@ -50,12 +50,19 @@ from ..core.registry import PRIMITIVES
 from ._common import add_tangents, instantiate
 
 
-def _placed(operands: Sequence[Any], at: Sequence[int], values: Sequence[Any]) -> list[Any]:
-    """``operands`` with ``values`` in the positions ``at``."""
-    args = list(operands)
-    for i, v in zip(at, values):
-        args[i] = v
-    return args
+def _along(composite: Callable[..., Any], operands: Sequence[Any], at: Sequence[int],
+           multiple: bool, **params: Any) -> Callable[..., Any]:
+    """``composite(*operands, **params)`` as a function of the operands in
+    the positions ``at``, the others held: what ``jax.jvp`` and
+    ``jax.linear_transpose`` take (its results as a tuple where
+    ``multiple``)."""
+    def along(*xs: Any) -> Any:
+        args = list(operands)
+        for i, x in zip(at, xs):
+            args[i] = x
+        res = composite(*args, **params)
+        return tuple(res) if multiple else res
+    return along
 
 
 def composite_jvp(prim: Primitive, composite: Callable[..., Any], primals: Sequence[Any],
@@ -81,11 +88,7 @@ def composite_jvp(prim: Primitive, composite: Callable[..., Any], primals: Seque
     if moving:
         kw = (params if takes_keyword(composite, IMPLEMENTATION)
               else {k: v for k, v in params.items() if k != IMPLEMENTATION})
-
-        def along(*xs: Any) -> Any:
-            res = composite(*_placed(primals, moving, xs), **kw)
-            return tuple(res) if prim.multiple_results else res
-
+        along = _along(composite, primals, moving, prim.multiple_results, **kw)
         _, part = jax.jvp(along, tuple(primals[i] for i in moving),
                           tuple(tangents[i] for i in moving))
         part = list(part) if prim.multiple_results else [part]
@@ -216,15 +219,11 @@ def dense_transpose(prim: Primitive, composite: Callable[..., Any], ct: Cotangen
     info = PRIMITIVES[prim]
     at = info.positions(info.joint_linear(), len(operands))
     kw = {k: v for k, v in params.items() if k != IMPLEMENTATION}
-
-    def linear(*ts: Any) -> tuple[Any, ...]:
-        res = composite(*_placed(operands, at, ts), **kw)
-        return tuple(res) if prim.multiple_results else (res,)
-
+    linear = _along(composite, operands, at, prim.multiple_results, **kw)
     avals = [jax.ShapeDtypeStruct(aval_of(operands[i]).shape, aval_of(operands[i]).dtype)
              for i in at]
-    cts = list(ct) if prim.multiple_results else [ct]
-    transposed = jax.linear_transpose(linear, *avals)(tuple(instantiate(c, c) for c in cts))
+    cts = tuple(instantiate(c, c) for c in (ct if prim.multiple_results else [ct]))
+    transposed = jax.linear_transpose(linear, *avals)(cts if prim.multiple_results else cts[0])
     results = dict(zip(at, transposed))
     return [results[i] if i in results and is_undefined_primal(x) else None
             for i, x in enumerate(operands)]
@@ -246,11 +245,7 @@ def backward_tangent_rules(tangent: Primitive, backward: Primitive,
 
     def composite_tangent(*args: Any, **params: Any) -> Any:
         operands, ts = args[:n], args[n:]
-
-        def along(*xs: Any) -> Any:
-            res = composite(*_placed(operands, at, xs), **params)
-            return tuple(res) if backward.multiple_results else res
-
+        along = _along(composite, operands, at, backward.multiple_results, **params)
         part = jax.jvp(along, tuple(operands[i] for i in at), tuple(ts))[1]
         return list(part) if backward.multiple_results else part
 
